@@ -1,0 +1,30 @@
+/**
+ * The environment variables of DESIGN.md §7 and where each lands in the configuration. One table,
+ * read by the loader and by the test that checks `.env.example` lists them all.
+ */
+type Parser = "string" | "integer" | "boolean";
+
+export type EnvBinding = { variable: string; path: readonly string[]; parse: Parser };
+
+export const ENV_BINDINGS: readonly EnvBinding[] = [
+  { variable: "PORT", path: ["server", "port"], parse: "integer" },
+  { variable: "HOST", path: ["server", "host"], parse: "string" },
+  { variable: "BODY_LIMIT_BYTES", path: ["server", "bodyLimitBytes"], parse: "integer" },
+  { variable: "DATA_DIR", path: ["dataDir"], parse: "string" },
+  { variable: "LOG_LEVEL", path: ["logLevel"], parse: "string" },
+  { variable: "DEFAULT_PROVIDER", path: ["providers", "default"], parse: "string" },
+  { variable: "TOOL_TIMEOUT_MS", path: ["tools", "timeoutMs"], parse: "integer" },
+  { variable: "TOOL_IDLE_TIMEOUT_MS", path: ["tools", "idleTimeoutMs"], parse: "integer" },
+  { variable: "MAX_CALL_TIMEOUT_MS", path: ["tools", "maxCallTimeoutMs"], parse: "integer" },
+  { variable: "MAX_PARALLEL_TOOLS", path: ["tools", "maxParallelTools"], parse: "integer" },
+  { variable: "MAX_STEPS", path: ["turns", "maxSteps"], parse: "integer" },
+  { variable: "PROGRESS_AFTER_MS", path: ["stream", "progressAfterMs"], parse: "integer" },
+  { variable: "PROGRESS_INTERVAL_MS", path: ["stream", "progressIntervalMs"], parse: "integer" },
+  { variable: "PING_INTERVAL_MS", path: ["stream", "pingIntervalMs"], parse: "integer" },
+  { variable: "ON_DISCONNECT", path: ["stream", "onDisconnect"], parse: "string" },
+  { variable: "DISCONNECT_GRACE_MS", path: ["stream", "disconnectGraceMs"], parse: "integer" },
+];
+
+/** The variable that names the configuration file (not itself part of the configuration). */
+export const CONFIG_FILE_VARIABLE = "CONFIG_FILE";
+export const DEFAULT_CONFIG_FILE = "config/default.json";

@@ -1,0 +1,120 @@
+/**
+ * Configuration loading: defaults < JSON file (`CONFIG_FILE`, default `config/default.json`) <
+ * environment variables. Invalid values stop start-up with a `ConfigError` that names the key.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { ConfigError } from "../errors.js";
+import { clampTimeouts } from "./clamp.js";
+import { CONFIG_FILE_VARIABLE, DEFAULT_CONFIG_FILE, ENV_BINDINGS } from "./env.js";
+import { configSchema, type Config } from "./schema.js";
+
+export type LoadedConfig = { config: Config; warnings: string[]; source: string | null };
+
+type JsonObject = Record<string, unknown>;
+
+/**
+ * Builds the configuration from `env` (usually `process.env`) and the file it names. A missing default
+ * file is fine; a missing file named explicitly by `CONFIG_FILE` is an error.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): LoadedConfig {
+  const explicitFile = env[CONFIG_FILE_VARIABLE];
+  const filePath = resolve(cwd, explicitFile ?? DEFAULT_CONFIG_FILE);
+  let fileValues: JsonObject = {};
+  let source: string | null = null;
+  if (existsSync(filePath)) {
+    fileValues = readJsonFile(filePath);
+    source = filePath;
+  } else if (explicitFile !== undefined) {
+    throw new ConfigError(`CONFIG_FILE: file not found: ${filePath}`);
+  }
+  return { ...parseConfig(mergeDeep(fileValues, readEnv(env))), source };
+}
+
+/** Validates a raw configuration object, applies defaults, then the clamp rules. */
+export function parseConfig(raw: unknown): { config: Config; warnings: string[] } {
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => {
+      const key = issue.path.join(".") || "(root)";
+      const variable = ENV_BINDINGS.find((binding) => binding.path.join(".") === key)?.variable;
+      return `${key}${variable ? ` (${variable})` : ""}: ${issue.message}`;
+    });
+    throw new ConfigError(`Invalid configuration: ${issues.join("; ")}`, { issues });
+  }
+  const config = parsed.data;
+  const warnings: string[] = [];
+  const defaults = clampTimeouts(config.tools, "tools");
+  config.tools.timeoutMs = defaults.value.timeoutMs;
+  config.tools.idleTimeoutMs = defaults.value.idleTimeoutMs;
+  warnings.push(...defaults.warnings);
+  for (const [name, override] of Object.entries(config.tools.overrides)) {
+    const pair = {
+      timeoutMs: override.timeoutMs ?? config.tools.timeoutMs,
+      idleTimeoutMs: override.idleTimeoutMs ?? config.tools.idleTimeoutMs,
+    };
+    const clamped = clampTimeouts(pair, `tools.overrides.${name}`);
+    config.tools.overrides[name] = clamped.value;
+    warnings.push(...clamped.warnings);
+  }
+  return { config, warnings };
+}
+
+function readJsonFile(filePath: string): JsonObject {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(filePath, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`CONFIG_FILE: ${filePath} is not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError(`CONFIG_FILE: ${filePath} must contain a JSON object`);
+  }
+  return parsed as JsonObject;
+}
+
+function readEnv(env: NodeJS.ProcessEnv): JsonObject {
+  const values: JsonObject = {};
+  for (const binding of ENV_BINDINGS) {
+    const text = env[binding.variable];
+    if (text === undefined || text === "") continue;
+    setPath(values, binding.path, parseEnvValue(binding.variable, text, binding.parse));
+  }
+  return values;
+}
+
+function parseEnvValue(variable: string, text: string, parse: "string" | "integer" | "boolean"): unknown {
+  if (parse === "string") return text;
+  if (parse === "boolean") {
+    if (text === "true" || text === "1") return true;
+    if (text === "false" || text === "0") return false;
+    throw new ConfigError(`${variable}: expected true or false, got "${text}"`);
+  }
+  if (!/^-?\d+$/.test(text.trim()))
+    throw new ConfigError(`${variable}: expected a whole number, got "${text}"`);
+  return Number(text.trim());
+}
+
+function setPath(target: JsonObject, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (typeof next !== "object" || next === null) node[key] = {};
+    node = node[key] as JsonObject;
+  }
+  node[path[path.length - 1] as string] = value;
+}
+
+function mergeDeep(base: JsonObject, overlay: JsonObject): JsonObject {
+  const merged: JsonObject = { ...base };
+  for (const [key, value] of Object.entries(overlay)) {
+    const existing = merged[key];
+    const bothObjects =
+      typeof value === "object" && value !== null && !Array.isArray(value) && typeof existing === "object";
+    merged[key] =
+      bothObjects && existing !== null && !Array.isArray(existing)
+        ? mergeDeep(existing as JsonObject, value as JsonObject)
+        : value;
+  }
+  return merged;
+}

@@ -1,0 +1,70 @@
+/**
+ * The configuration schema: every key, its default and its bounds. Loading (file + environment) is in
+ * `load.ts`; the §5.1 clamp rules that warn instead of failing are in `clamp.ts`.
+ */
+import { z } from "zod";
+
+export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
+export const DEFAULT_MAX_CALL_TIMEOUT_MS = 600_000;
+export const DEFAULT_PROGRESS_AFTER_MS = 5_000;
+export const DEFAULT_PROGRESS_INTERVAL_MS = 5_000;
+export const DEFAULT_PING_INTERVAL_MS = 15_000;
+export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
+
+const milliseconds = z.number().int();
+const positiveMilliseconds = z.number().int().positive();
+
+/** Per-tool overrides, keyed by tool name in `tools.overrides`. */
+export const toolOverrideSchema = z.strictObject({
+  timeoutMs: milliseconds.optional(),
+  idleTimeoutMs: milliseconds.optional(),
+});
+
+export const configSchema = z.strictObject({
+  server: z
+    .strictObject({
+      port: z.number().int().min(0).max(65_535).default(8787),
+      host: z.string().min(1).default("127.0.0.1"),
+      bodyLimitBytes: z.number().int().positive().default(DEFAULT_BODY_LIMIT_BYTES),
+    })
+    .prefault({}),
+  dataDir: z.string().min(1).default("./data"),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  providers: z
+    .strictObject({
+      default: z.enum(["scripted"]).default("scripted"),
+    })
+    .prefault({}),
+  tools: z
+    .strictObject({
+      /** Default wall-clock limit per call; 0 = none. */
+      timeoutMs: milliseconds.default(DEFAULT_TOOL_TIMEOUT_MS),
+      /** Default no-progress limit per call; 0 = none. */
+      idleTimeoutMs: milliseconds.default(0),
+      /** Upper bound for a call's own `_meta.timeout`. */
+      maxCallTimeoutMs: positiveMilliseconds.default(DEFAULT_MAX_CALL_TIMEOUT_MS),
+      maxParallelTools: z.number().int().min(1).max(256).default(8),
+      overrides: z.record(z.string(), toolOverrideSchema).default({}),
+    })
+    .prefault({}),
+  turns: z
+    .strictObject({
+      maxSteps: z.number().int().min(1).max(1000).default(25),
+    })
+    .prefault({}),
+  stream: z
+    .strictObject({
+      progressAfterMs: positiveMilliseconds.default(DEFAULT_PROGRESS_AFTER_MS),
+      progressIntervalMs: positiveMilliseconds.default(DEFAULT_PROGRESS_INTERVAL_MS),
+      pingIntervalMs: positiveMilliseconds.default(DEFAULT_PING_INTERVAL_MS),
+      onDisconnect: z.enum(["abort", "continue"]).default("abort"),
+      disconnectGraceMs: z.number().int().min(0).default(0),
+    })
+    .prefault({}),
+});
+
+/** Configuration as written in a file: every key optional. */
+export type ConfigInput = z.input<typeof configSchema>;
+/** Configuration after defaults and clamping. */
+export type Config = z.output<typeof configSchema>;
+export type ToolOverride = z.output<typeof toolOverrideSchema>;

@@ -1,0 +1,104 @@
+/**
+ * The TurnEvent union: one zod definition shared by the SSE stream, the persisted event log, and any
+ * client. Producers emit an event *body* (type + payload); the turn's event bus stamps the common
+ * fields `turnId`, `seq` (per turn, from 1) and `at` (epoch ms).
+ */
+import { z } from "zod";
+
+export const ABORT_REASONS = [
+  "user",
+  "timeout",
+  "error",
+  "disconnect",
+  "shutdown",
+  "parent",
+  "loop",
+  "interrupted",
+] as const;
+
+const toolRef = { toolId: z.string(), toolName: z.string() };
+
+export const eventBodySchema = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("turn_start"),
+    sessionId: z.string(),
+    agentId: z.string(),
+    provider: z.string(),
+    model: z.string(),
+    startedAt: z.number(),
+  }),
+  z.object({ type: z.literal("text_delta"), text: z.string() }),
+  z.object({ type: z.literal("thinking_delta"), text: z.string() }),
+  z.object({
+    type: z.literal("tool_start"),
+    ...toolRef,
+    input: z.unknown(),
+    timeoutMs: z.number(),
+    idleTimeoutMs: z.number(),
+  }),
+  z.object({
+    type: z.literal("tool_progress"),
+    ...toolRef,
+    elapsedMs: z.number(),
+    status: z.literal("running"),
+    message: z.string().nullable(),
+  }),
+  z.object({
+    type: z.literal("tool_result"),
+    ...toolRef,
+    result: z.string(),
+    isError: z.boolean(),
+    status: z.enum(["complete", "error", "cancelled", "timeout", "interrupted"]),
+    durationMs: z.number(),
+    attempts: z.number(),
+  }),
+  z.object({
+    type: z.literal("tool_timeout"),
+    ...toolRef,
+    timeoutMs: z.number(),
+    kind: z.enum(["total", "idle"]),
+  }),
+  z.object({
+    type: z.literal("tool_retry"),
+    ...toolRef,
+    attempt: z.number(),
+    delayMs: z.number(),
+    error: z.string(),
+    classification: z.enum(["transient", "permanent"]),
+  }),
+  z.object({
+    type: z.literal("debugger.pause"),
+    pauseId: z.string(),
+    phase: z.enum(["after_inference", "after_tools"]),
+    deadlineMs: z.number(),
+    summary: z.unknown(),
+  }),
+  z.object({ type: z.literal("turn_abort"), reason: z.enum(ABORT_REASONS) }),
+  z.object({
+    type: z.literal("turn_complete"),
+    stopReason: z.string(),
+    durationMs: z.number(),
+    toolCallCount: z.number(),
+  }),
+  z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
+]);
+
+export type EventBody = z.infer<typeof eventBodySchema>;
+export type EventType = EventBody["type"];
+
+/** Common fields stamped on every event. */
+export type EventEnvelope = { turnId: string; seq: number; at: number };
+
+/** A persisted, sequenced turn event as clients receive it. */
+export type TurnEvent = EventBody & EventEnvelope;
+
+/** The body of one event type, e.g. `EventOf<"tool_result">`. */
+export type EventOf<T extends EventType> = Extract<EventBody, { type: T }>;
+
+/** The events that end a turn's stream; exactly one is emitted per turn. */
+export function isTerminalEvent(event: { type: string }): boolean {
+  return event.type === "turn_complete" || event.type === "turn_abort";
+}
+
+/** Maximum characters of a result carried in a `tool_result` event (the full result is in history). */
+export const EVENT_RESULT_MAX_CHARS = 2000;

@@ -1,0 +1,55 @@
+/**
+ * The canonical history model (DESIGN.md §5.6): what a session said and did, independent of any
+ * provider's wire format. Canonical call ids are minted by the server and unique per session.
+ */
+
+export type ToolResponseStatus = "complete" | "error" | "cancelled" | "timeout" | "interrupted";
+
+export type TextBlock = { kind: "text"; role: "user" | "assistant"; text: string };
+export type ThinkingBlock = { kind: "thinking"; role: "assistant"; text: string; signature?: string };
+export type ToolCallBlock = {
+  kind: "tool_call";
+  role: "assistant";
+  callId: string;
+  /** The id the provider used, kept for diagnostics; never used for pairing. */
+  providerCallId?: string;
+  name: string;
+  input: Record<string, unknown>;
+};
+export type ToolResponseBlock = {
+  kind: "tool_response";
+  role: "tool";
+  callId: string;
+  name: string;
+  status: ToolResponseStatus;
+  result: string;
+  isError: boolean;
+};
+
+export type BlockContent = TextBlock | ThinkingBlock | ToolCallBlock | ToolResponseBlock;
+
+/** A stored block with its place in the session. */
+export type HistoryBlock = BlockContent & {
+  sessionId: string;
+  turnId: string;
+  position: number;
+  createdAt: number;
+};
+
+export type TurnStatus = "running" | "completed" | "aborted" | "interrupted";
+
+export type TurnRecord = {
+  id: string;
+  sessionId: string;
+  agentId: string;
+  provider: string;
+  model: string;
+  status: TurnStatus;
+  stopReason: string | null;
+  abortReason: string | null;
+  startedAt: number;
+  endedAt: number | null;
+  toolCallCount: number;
+};
+
+export type SessionRecord = { id: string; agentId: string; createdAt: number; updatedAt: number };

@@ -1,0 +1,372 @@
+/**
+ * The SQLite history store: the single write boundary for sessions, turns, canonical history blocks
+ * and the per-turn event log. Every write is synchronous (better-sqlite3); turn-boundary writes run
+ * in one transaction, and tool results are idempotent per canonical call id.
+ *
+ * Tool results are written the moment they are known (so a crash loses nothing that finished), yet
+ * history reads back in call order: when an assistant message with calls is stored, one position per
+ * call is reserved for its response, and each response lands in its reserved slot.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import BetterSqlite3, { type Database, type Statement } from "better-sqlite3";
+import type { TurnEvent } from "../events.js";
+import { migrate } from "./migrate.js";
+import type {
+  BlockContent,
+  HistoryBlock,
+  SessionRecord,
+  ToolCallBlock,
+  ToolResponseBlock,
+  TurnRecord,
+  TurnStatus,
+} from "./model.js";
+import type { HistoryStore, NewTurn, OpenCall, TurnOutcome } from "./store.js";
+
+type BlockRow = {
+  session_id: string;
+  position: number;
+  turn_id: string;
+  role: HistoryBlock["role"];
+  kind: HistoryBlock["kind"];
+  call_id: string | null;
+  tool_name: string | null;
+  status: string | null;
+  content: string;
+  created_at: number;
+};
+
+type TurnRow = {
+  id: string;
+  session_id: string;
+  agent_id: string;
+  provider: string;
+  model: string;
+  status: TurnStatus;
+  stop_reason: string | null;
+  abort_reason: string | null;
+  started_at: number;
+  ended_at: number | null;
+  tool_call_count: number;
+};
+
+export type SqliteStoreOptions = { now?: () => number };
+
+export class SqliteHistoryStore implements HistoryStore {
+  readonly db: Database;
+  private readonly now: () => number;
+  private readonly statements: ReturnType<typeof prepareStatements>;
+
+  /** Opens (creating if needed) the database at `filename` and applies pending migrations. */
+  constructor(filename: string, options: SqliteStoreOptions = {}) {
+    if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true });
+    this.db = new BetterSqlite3(filename);
+    this.db.pragma("journal_mode = WAL");
+    // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9), which is the
+    // failure this server must tolerate; only an OS crash or power loss may lose the last commits.
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma("foreign_keys = ON");
+    this.db.pragma("busy_timeout = 5000");
+    migrate(this.db);
+    this.now = options.now ?? Date.now;
+    this.statements = prepareStatements(this.db);
+  }
+
+  createSession(id: string, agentId: string): SessionRecord {
+    const at = this.now();
+    this.statements.insertSession.run(id, agentId, at, at);
+    return { id, agentId, createdAt: at, updatedAt: at };
+  }
+
+  getSession(id: string): SessionRecord | undefined {
+    const row = this.statements.selectSession.get(id) as
+      { id: string; agent_id: string; created_at: number; updated_at: number } | undefined;
+    return row && { id: row.id, agentId: row.agent_id, createdAt: row.created_at, updatedAt: row.updated_at };
+  }
+
+  beginTurn(turn: NewTurn): void {
+    this.db.transaction(() => {
+      this.statements.insertTurn.run(
+        turn.id,
+        turn.sessionId,
+        turn.agentId,
+        turn.provider,
+        turn.model,
+        turn.startedAt,
+      );
+      this.insertBlocks(turn.sessionId, turn.id, [{ kind: "text", role: "user", text: turn.userMessage }]);
+    })();
+  }
+
+  appendAssistant(sessionId: string, turnId: string, blocks: BlockContent[]): void {
+    this.db.transaction(() => this.insertBlocks(sessionId, turnId, blocks))();
+  }
+
+  recordToolResult(sessionId: string, turnId: string, response: ToolResponseBlock): boolean {
+    return this.db.transaction(() => this.insertResponse(sessionId, turnId, response))();
+  }
+
+  openCalls(turnId: string): OpenCall[] {
+    return (this.statements.selectOpenCalls.all(turnId) as BlockRow[]).map((row) => ({
+      callId: row.call_id as string,
+      name: row.tool_name as string,
+    }));
+  }
+
+  endTurn(
+    turnId: string,
+    outcome: TurnOutcome,
+    closeOpen?: (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">,
+  ): ToolResponseBlock[] {
+    return this.db.transaction(() => {
+      const turn = this.statements.selectTurn.get(turnId) as TurnRow | undefined;
+      if (!turn || turn.status !== "running") return [];
+      const closed: ToolResponseBlock[] = [];
+      if (closeOpen) {
+        for (const call of this.openCalls(turnId)) {
+          const response: ToolResponseBlock = {
+            kind: "tool_response",
+            role: "tool",
+            callId: call.callId,
+            name: call.name,
+            ...closeOpen(call),
+          };
+          if (this.insertResponse(turn.session_id, turnId, response)) closed.push(response);
+        }
+      }
+      this.statements.finishTurn.run(
+        outcome.status,
+        outcome.stopReason ?? null,
+        outcome.abortReason ?? null,
+        outcome.endedAt ?? this.now(),
+        turnId,
+        turnId,
+      );
+      return closed;
+    })();
+  }
+
+  appendEvent(event: TurnEvent): void {
+    this.statements.insertEvent.run(event.turnId, event.seq, event.type, event.at, JSON.stringify(event));
+  }
+
+  listEvents(turnId: string, afterSeq = 0): TurnEvent[] {
+    return (this.statements.selectEvents.all(turnId, afterSeq) as { payload: string }[]).map(
+      (row) => JSON.parse(row.payload) as TurnEvent,
+    );
+  }
+
+  lastEventSeq(turnId: string): number {
+    const row = this.statements.selectLastSeq.get(turnId) as { seq: number | null };
+    return row.seq ?? 0;
+  }
+
+  getTurn(turnId: string): TurnRecord | undefined {
+    const row = this.statements.selectTurn.get(turnId) as TurnRow | undefined;
+    return row && toTurnRecord(row);
+  }
+
+  listTurns(filter: { status?: TurnStatus; sessionId?: string } = {}): TurnRecord[] {
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM turns WHERE (@status IS NULL OR status = @status)
+           AND (@sessionId IS NULL OR session_id = @sessionId) ORDER BY started_at, rowid`,
+      )
+      .all({ status: filter.status ?? null, sessionId: filter.sessionId ?? null }) as TurnRow[];
+    return rows.map(toTurnRecord);
+  }
+
+  getHistory(sessionId: string): HistoryBlock[] {
+    return (this.statements.selectHistory.all(sessionId) as BlockRow[]).map(toHistoryBlock);
+  }
+
+  isReachable(): boolean {
+    try {
+      return (this.statements.ping.get() as { ok: number }).ok === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private insertBlocks(sessionId: string, turnId: string, blocks: BlockContent[]): void {
+    const session = this.statements.selectNextPosition.get(sessionId) as
+      { next_position: number } | undefined;
+    if (!session) throw new Error(`Unknown session ${sessionId}`);
+    const calls = blocks.filter((block): block is ToolCallBlock => block.kind === "tool_call");
+    let position = session.next_position;
+    let responsePosition = position + blocks.length;
+    const at = this.now();
+    for (const block of blocks) {
+      const reserved = block.kind === "tool_call" ? responsePosition++ : null;
+      this.statements.insertBlock.run({
+        sessionId,
+        position: position++,
+        turnId,
+        role: block.role,
+        kind: block.kind,
+        callId: "callId" in block ? block.callId : null,
+        toolName: "name" in block ? block.name : null,
+        status: block.kind === "tool_response" ? block.status : null,
+        content: JSON.stringify(blockPayload(block)),
+        responsePosition: reserved,
+        createdAt: at,
+      });
+    }
+    this.statements.updateSessionPosition.run(position + calls.length, at, sessionId);
+  }
+
+  /** Writes a response into its call's reserved slot; false when the call already has one. */
+  private insertResponse(sessionId: string, turnId: string, response: ToolResponseBlock): boolean {
+    const call = this.statements.selectCall.get(sessionId, response.callId) as
+      { response_position: number } | undefined;
+    if (!call) throw new Error(`No tool call ${response.callId} in session ${sessionId}`);
+    const result = this.statements.insertResponseBlock.run({
+      sessionId,
+      position: call.response_position,
+      turnId,
+      callId: response.callId,
+      toolName: response.name,
+      status: response.status,
+      content: JSON.stringify(blockPayload(response)),
+      createdAt: this.now(),
+    });
+    return result.changes === 1;
+  }
+}
+
+/** An in-memory store for programs that run turns in-process: the same SQLite code, no file. */
+export function createMemoryHistoryStore(options: SqliteStoreOptions = {}): SqliteHistoryStore {
+  return new SqliteHistoryStore(":memory:", options);
+}
+
+function prepareStatements(db: Database) {
+  const prepare = (sql: string): Statement => db.prepare(sql);
+  return {
+    insertSession: prepare("INSERT INTO sessions (id, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?)"),
+    selectSession: prepare("SELECT * FROM sessions WHERE id = ?"),
+    selectNextPosition: prepare("SELECT next_position FROM sessions WHERE id = ?"),
+    updateSessionPosition: prepare("UPDATE sessions SET next_position = ?, updated_at = ? WHERE id = ?"),
+    insertTurn: prepare(
+      `INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at)
+       VALUES (?, ?, ?, ?, ?, 'running', ?)`,
+    ),
+    // a running turn's call count is counted live; an ended turn's is the one recorded at its end
+    selectTurn: prepare(
+      `SELECT id, session_id, agent_id, provider, model, status, stop_reason, abort_reason, started_at, ended_at,
+         CASE WHEN status = 'running'
+           THEN (SELECT COUNT(*) FROM history_blocks WHERE turn_id = turns.id AND kind = 'tool_call')
+           ELSE tool_call_count END AS tool_call_count
+       FROM turns WHERE id = ?`,
+    ),
+    finishTurn: prepare(
+      `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?,
+         tool_call_count = (SELECT COUNT(*) FROM history_blocks WHERE turn_id = ? AND kind = 'tool_call')
+       WHERE id = ?`,
+    ),
+    insertBlock: prepare(
+      `INSERT INTO history_blocks
+         (session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)
+       VALUES (@sessionId, @position, @turnId, @role, @kind, @callId, @toolName, @status, @content,
+               @responsePosition, @createdAt)`,
+    ),
+    insertResponseBlock: prepare(
+      `INSERT OR IGNORE INTO history_blocks
+         (session_id, position, turn_id, role, kind, call_id, tool_name, status, content, created_at)
+       VALUES (@sessionId, @position, @turnId, 'tool', 'tool_response', @callId, @toolName, @status, @content,
+               @createdAt)`,
+    ),
+    selectCall: prepare(
+      "SELECT response_position FROM history_blocks WHERE session_id = ? AND kind = 'tool_call' AND call_id = ?",
+    ),
+    selectOpenCalls: prepare(
+      `SELECT call.* FROM history_blocks AS call
+       WHERE call.turn_id = ? AND call.kind = 'tool_call'
+         AND NOT EXISTS (SELECT 1 FROM history_blocks AS response
+                         WHERE response.session_id = call.session_id AND response.kind = 'tool_response'
+                           AND response.call_id = call.call_id)
+       ORDER BY call.position`,
+    ),
+    selectHistory: prepare("SELECT * FROM history_blocks WHERE session_id = ? ORDER BY position"),
+    insertEvent: prepare("INSERT INTO turn_events (turn_id, seq, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
+    selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq"),
+    selectLastSeq: prepare("SELECT MAX(seq) AS seq FROM turn_events WHERE turn_id = ?"),
+    ping: prepare("SELECT 1 AS ok"),
+  };
+}
+
+/** The block fields stored as JSON (everything not already a column). */
+function blockPayload(block: BlockContent): Record<string, unknown> {
+  switch (block.kind) {
+    case "text":
+      return { text: block.text };
+    case "thinking":
+      return { text: block.text, signature: block.signature };
+    case "tool_call":
+      return { input: block.input, providerCallId: block.providerCallId };
+    case "tool_response":
+      return { result: block.result, isError: block.isError };
+  }
+}
+
+function toHistoryBlock(row: BlockRow): HistoryBlock {
+  const payload = JSON.parse(row.content) as Record<string, unknown>;
+  const base = {
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    position: row.position,
+    createdAt: row.created_at,
+  };
+  switch (row.kind) {
+    case "text":
+      return { ...base, kind: "text", role: row.role as "user" | "assistant", text: payload.text as string };
+    case "thinking":
+      return {
+        ...base,
+        kind: "thinking",
+        role: "assistant",
+        text: payload.text as string,
+        ...(payload.signature === undefined ? {} : { signature: payload.signature as string }),
+      };
+    case "tool_call":
+      return {
+        ...base,
+        kind: "tool_call",
+        role: "assistant",
+        callId: row.call_id as string,
+        name: row.tool_name as string,
+        input: payload.input as Record<string, unknown>,
+        ...(payload.providerCallId === undefined ? {} : { providerCallId: payload.providerCallId as string }),
+      };
+    case "tool_response":
+      return {
+        ...base,
+        kind: "tool_response",
+        role: "tool",
+        callId: row.call_id as string,
+        name: row.tool_name as string,
+        status: row.status as ToolResponseBlock["status"],
+        result: payload.result as string,
+        isError: payload.isError as boolean,
+      };
+  }
+}
+
+function toTurnRecord(row: TurnRow): TurnRecord {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    agentId: row.agent_id,
+    provider: row.provider,
+    model: row.model,
+    status: row.status,
+    stopReason: row.stop_reason,
+    abortReason: row.abort_reason,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    toolCallCount: row.tool_call_count,
+  };
+}

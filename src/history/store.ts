@@ -1,0 +1,64 @@
+/**
+ * The `HistoryStore` interface: the only path by which anything is written to history or the event
+ * log. Implementations validate, are idempotent per tool-call id, and run turn-boundary writes in one
+ * transaction.
+ */
+import type { TurnEvent } from "../events.js";
+import type {
+  BlockContent,
+  HistoryBlock,
+  SessionRecord,
+  ToolResponseBlock,
+  TurnRecord,
+  TurnStatus,
+} from "./model.js";
+
+export type NewTurn = {
+  id: string;
+  sessionId: string;
+  agentId: string;
+  provider: string;
+  model: string;
+  startedAt: number;
+  userMessage: string;
+};
+
+export type TurnOutcome = {
+  status: Exclude<TurnStatus, "running">;
+  stopReason?: string;
+  abortReason?: string;
+  endedAt?: number;
+};
+
+/** A call stored without a response yet. */
+export type OpenCall = { callId: string; name: string };
+
+export interface HistoryStore {
+  createSession(id: string, agentId: string): SessionRecord;
+  getSession(id: string): SessionRecord | undefined;
+  /** Records the turn as running and its user message, in one transaction. */
+  beginTurn(turn: NewTurn): void;
+  /** Stores one assistant message (text, thinking, calls) and reserves a response slot per call. */
+  appendAssistant(sessionId: string, turnId: string, blocks: BlockContent[]): void;
+  /** Stores a call's result; false (and nothing written) when the call already has one. */
+  recordToolResult(sessionId: string, turnId: string, response: ToolResponseBlock): boolean;
+  openCalls(turnId: string): OpenCall[];
+  /**
+   * Ends a running turn in one transaction: closes its open calls with the synthetic responses
+   * `closeOpen` makes (when given) and records the outcome. Returns the responses written; a turn
+   * that is not running is left as it is.
+   */
+  endTurn(
+    turnId: string,
+    outcome: TurnOutcome,
+    closeOpen?: (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">,
+  ): ToolResponseBlock[];
+  appendEvent(event: TurnEvent): void;
+  listEvents(turnId: string, afterSeq?: number): TurnEvent[];
+  lastEventSeq(turnId: string): number;
+  getTurn(turnId: string): TurnRecord | undefined;
+  listTurns(filter?: { status?: TurnStatus; sessionId?: string }): TurnRecord[];
+  getHistory(sessionId: string): HistoryBlock[];
+  isReachable(): boolean;
+  close(): void;
+}

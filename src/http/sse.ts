@@ -1,0 +1,85 @@
+/**
+ * The SSE writer: a `text/event-stream` Response whose events are written as `id`, `event`, `data`
+ * lines, with a `ping` after every `pingIntervalMs` of silence (re-armed on each write, so an active
+ * stream sends none). `onClose` runs once, whether we end the stream or the client goes away.
+ */
+import type { TurnEvent } from "../events.js";
+
+export const SSE_HEADERS = {
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache",
+  Connection: "keep-alive",
+  "X-Accel-Buffering": "no",
+} as const;
+
+export type SseWriter = {
+  send(event: TurnEvent): void;
+  close(): void;
+  readonly closed: boolean;
+};
+
+export type SseOptions = {
+  pingIntervalMs: number;
+  now?: () => number;
+  /** Called with the writer once the stream exists. */
+  open(writer: SseWriter): void;
+  /** Called once when the stream ends for any reason. */
+  onClose(): void;
+};
+
+/** Formats one turn event as an SSE frame. */
+export function formatEvent(event: TurnEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+export function formatPing(at: number): string {
+  return `event: ping\ndata: ${JSON.stringify({ at })}\n\n`;
+}
+
+export function sseResponse(options: SseOptions): Response {
+  const encoder = new TextEncoder();
+  const now = options.now ?? Date.now;
+  let pingTimer: NodeJS.Timeout | undefined;
+  let closed = false;
+  let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
+
+  const end = () => {
+    if (closed) return;
+    closed = true;
+    clearTimeout(pingTimer);
+    options.onClose();
+  };
+  const write = (text: string) => {
+    if (closed || !controllerRef) return;
+    controllerRef.enqueue(encoder.encode(text));
+    armPing();
+  };
+  const armPing = () => {
+    clearTimeout(pingTimer);
+    pingTimer = setTimeout(() => write(formatPing(now())), options.pingIntervalMs);
+  };
+  const writer: SseWriter = {
+    send: (event) => write(formatEvent(event)),
+    close: () => {
+      if (closed) return;
+      const controller = controllerRef;
+      end();
+      controller?.close();
+    },
+    get closed() {
+      return closed;
+    },
+  };
+
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controllerRef = controller;
+      armPing();
+      options.open(writer);
+    },
+    cancel() {
+      end();
+    },
+  });
+  return new Response(body, { status: 200, headers: SSE_HEADERS });
+}

@@ -1,0 +1,39 @@
+/**
+ * Streams a turn's events over SSE: the persisted events after `afterSeq`, then the live tail until the
+ * terminal event. A turn that has already ended is replayed from its event log and the stream closes.
+ */
+import { isTerminalEvent } from "../events.js";
+import type { HistoryStore } from "../history/store.js";
+import type { TurnManager } from "../turns/manager.js";
+import { HttpError } from "./http-error.js";
+import { sseResponse } from "./sse.js";
+
+export type TurnStreamDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
+
+/** Returns an SSE response for `turnId`; a 404 HttpError when no such turn exists. */
+export function streamTurnEvents(deps: TurnStreamDeps, turnId: string, afterSeq: number): Response {
+  const active = deps.manager.get(turnId);
+  if (!active && !deps.store.getTurn(turnId)) {
+    throw new HttpError(404, "turn_not_found", `Turn not found: ${turnId}`);
+  }
+
+  let dispose = () => {};
+  return sseResponse({
+    pingIntervalMs: deps.pingIntervalMs,
+    onClose: () => dispose(),
+    open: (writer) => {
+      if (!active || active.finished) {
+        for (const event of deps.store.listEvents(turnId, afterSeq)) writer.send(event);
+        writer.close();
+        return;
+      }
+      const followed = deps.manager.follow(active, afterSeq, (event) => {
+        writer.send(event);
+        if (isTerminalEvent(event)) writer.close();
+      });
+      dispose = followed.dispose;
+      for (const event of followed.replay) writer.send(event);
+      if (followed.replay.some(isTerminalEvent)) writer.close();
+    },
+  });
+}

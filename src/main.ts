@@ -1,0 +1,72 @@
+/**
+ * Process entry: load configuration, open and migrate the database, recover turns a crash left
+ * running, serve, and shut down cleanly on SIGTERM/SIGINT (active turns end with reason `shutdown`,
+ * the database is closed, exit 0 within 10 s).
+ */
+import { serve } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
+import { buildApp } from "./app.js";
+import { loadConfig } from "./config/load.js";
+import { ConfigError } from "./errors.js";
+import { createRuntime } from "./runtime.js";
+import { recoverInterruptedTurns } from "./turns/recovery.js";
+
+const SHUTDOWN_DEADLINE_MS = 10_000;
+const SHUTDOWN_TURN_WAIT_MS = 3_000;
+
+function start(): void {
+  let loaded;
+  try {
+    loaded = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`reins: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const { config, warnings, source } = loaded;
+  const logger = pino({ level: config.logLevel });
+  for (const warning of warnings) logger.warn({ config: source }, warning);
+
+  const runtime = createRuntime(config, { logger });
+  const recovered = recoverInterruptedTurns(runtime.store);
+  if (recovered.length > 0)
+    logger.warn({ turnIds: recovered }, "turns interrupted by a previous crash were closed");
+
+  const app = buildApp(runtime);
+  const server = serve(
+    { fetch: app.fetch, port: config.server.port, hostname: config.server.host },
+    (info) => {
+      logger.info({ host: info.address, port: info.port, dataDir: config.dataDir }, "listening");
+    },
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, activeTurns: runtime.manager.activeCount() }, "shutting down");
+    setTimeout(() => {
+      logger.error("shutdown deadline passed; exiting");
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
+    server.close();
+    await runtime.manager.abortAll("shutdown", SHUTDOWN_TURN_WAIT_MS);
+    // Streams of aborted turns have ended; drop keep-alive connections so close() can finish.
+    if ("closeAllConnections" in server) server.closeAllConnections();
+    runtime.store.close();
+    logger.info("stopped");
+    logger.flush();
+    process.exit(0);
+  };
+  process.on("SIGTERM", (signal) => void shutdown(signal));
+  process.on("SIGINT", (signal) => void shutdown(signal));
+  server.on("error", (error: Error) => {
+    logger.fatal({ err: error, port: (server.address() as AddressInfo | null)?.port }, "server error");
+    process.exit(1);
+  });
+}
+
+start();

@@ -1,0 +1,32 @@
+/**
+ * The `ModelEngine` interface every provider implements: `stream(request, signal)` yields text and
+ * thinking deltas, complete tool calls and a final stop reason. Aborting `signal` must abort the
+ * underlying request.
+ */
+import type { HistoryBlock } from "../history/model.js";
+import type { ToolSpec } from "../tools/registry.js";
+
+export type ModelRequest = {
+  turnId: string;
+  sessionId: string;
+  model: string;
+  /** The session's canonical history, this turn's user message and earlier steps included. */
+  history: readonly HistoryBlock[];
+  tools: readonly ToolSpec[];
+};
+
+export type ModelStopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "other";
+
+export type ModelEvent =
+  | { type: "text_delta"; text: string }
+  | { type: "thinking_delta"; text: string }
+  | { type: "thinking_signature"; signature: string }
+  | { type: "tool_call"; id: string; name: string; input: Record<string, unknown> }
+  | { type: "stop"; reason: ModelStopReason };
+
+export interface ModelEngine {
+  /** Provider name as clients select it (`scripted`, `anthropic`, …). */
+  readonly provider: string;
+  readonly defaultModel: string;
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent>;
+}

@@ -1,0 +1,35 @@
+/**
+ * The live state of one running turn: its AbortController, event bus, running calls, and the
+ * subscribers following its stream (for disconnect handling). Owned by the TurnManager.
+ */
+import type { Logger } from "pino";
+import type { ModelEngine } from "../providers/engine.js";
+import type { TurnEventBus } from "./event-bus.js";
+
+export type RunningTool = { toolName: string; startedAt: number };
+
+export class ActiveTurn {
+  readonly controller = new AbortController();
+  readonly runningTools = new Map<string, RunningTool>();
+  /** Set once the terminal event is out; guards every path that ends a turn. */
+  finished = false;
+  subscriberCount = 0;
+  disconnectTimer: NodeJS.Timeout | undefined;
+  /** Settles when the loop has returned (after the terminal event, possibly later for an abort). */
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly turnId: string,
+    readonly sessionId: string,
+    readonly agentId: string,
+    readonly engine: ModelEngine,
+    readonly model: string,
+    readonly startedAt: number,
+    readonly bus: TurnEventBus,
+    readonly logger: Logger,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * A turn's event bus: stamps each event with the turn id, the next sequence number and the time,
+ * persists it, and only then fans it out. After the terminal event nothing more is accepted, which is
+ * what makes "exactly one terminal event" hold however abort, timeout and completion race.
+ */
+import { isTerminalEvent, type EventBody, type TurnEvent } from "../events.js";
+import type { HistoryStore } from "../history/store.js";
+
+export type EventListener = (event: TurnEvent) => void;
+
+export class TurnEventBus {
+  private seq: number;
+  private closed = false;
+  private readonly listeners = new Set<EventListener>();
+
+  constructor(
+    readonly turnId: string,
+    private readonly store: Pick<HistoryStore, "appendEvent">,
+    private readonly now: () => number,
+    lastSeq = 0,
+  ) {
+    this.seq = lastSeq;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Persists and delivers one event; returns it, or undefined once the turn has ended. */
+  emit(body: EventBody): TurnEvent | undefined {
+    if (this.closed) return undefined;
+    const event = { ...body, turnId: this.turnId, seq: this.seq + 1, at: this.now() } as TurnEvent;
+    this.store.appendEvent(event);
+    this.seq = event.seq;
+    if (isTerminalEvent(event)) this.closed = true;
+    for (const listener of [...this.listeners]) listener(event);
+    if (this.closed) this.listeners.clear();
+    return event;
+  }
+
+  /** Adds a listener; returns its disposer. */
+  subscribe(listener: EventListener): () => void {
+    if (this.closed) return () => {};
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * The tool-calling loop: ask the model, store its message, run the batch it requested, repeat until
+ * it answers or `maxSteps` inferences have been made. Phase boundaries (`pre_inference`,
+ * `post_inference`, `post_tools`) are exposed to a snapshot hook. The loop never ends a turn itself:
+ * it returns why it stopped, and the TurnManager emits the terminal event.
+ */
+import { EVENT_RESULT_MAX_CHARS, type EventBody } from "../events.js";
+import type { BlockContent, ToolCallBlock, ToolResponseBlock } from "../history/model.js";
+import type { HistoryStore } from "../history/store.js";
+import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import type { ToolScheduler } from "../tools/scheduler.js";
+import type { ToolCallHooks, ToolCallRequest, ToolOutcome } from "../tools/types.js";
+
+export type LoopPhase = "pre_inference" | "post_inference" | "post_tools";
+
+export type LoopSnapshot = {
+  phase: LoopPhase;
+  turnId: string;
+  step: number;
+  toolCallCount: number;
+  /** Calls of the current batch (post_inference) or their outcomes (post_tools). */
+  calls: readonly ToolCallRequest[];
+  outcomes: readonly ToolOutcome[];
+};
+
+export type LoopOptions = {
+  registry: ToolRegistry;
+  scheduler: ToolScheduler;
+  store: HistoryStore;
+  maxSteps: number;
+  generateCallId: () => string;
+  /** Called synchronously at each phase boundary. */
+  snapshot?: (snapshot: LoopSnapshot) => void;
+  /** Told about late results of calls already closed (zombies); they are never stored. */
+  onDiscardedResult?: (call: ToolCallRequest, outcome: ToolOutcome) => void;
+};
+
+/** What one turn gives the loop. */
+export type LoopTurn = {
+  turnId: string;
+  sessionId: string;
+  agentId: string;
+  engine: ModelEngine;
+  model: string;
+  signal: AbortSignal;
+  emit: (body: EventBody) => void;
+  workspace?: string;
+  allowedRoots?: readonly string[];
+  depth?: number;
+  /** Calls running now, for `/api/turns/active`. */
+  runningTools?: Map<string, { toolName: string; startedAt: number }>;
+  now?: () => number;
+};
+
+export type LoopStopReason =
+  "end_turn" | "max_steps" | "aborted" | Exclude<ModelStopReason, "tool_use" | "end_turn">;
+
+export type LoopResult = { stopReason: LoopStopReason; toolCallCount: number; steps: number };
+
+export class ToolCallingLoop {
+  constructor(private readonly options: LoopOptions) {}
+
+  async run(turn: LoopTurn): Promise<LoopResult> {
+    const { store, maxSteps } = this.options;
+    let toolCallCount = 0;
+    for (let step = 0; step < maxSteps; step++) {
+      this.snap(turn, "pre_inference", step, toolCallCount, [], []);
+      if (turn.signal.aborted) return { stopReason: "aborted", toolCallCount, steps: step };
+
+      const inference = await this.infer(turn);
+      if (turn.signal.aborted) return { stopReason: "aborted", toolCallCount, steps: step + 1 };
+      if (inference.blocks.length > 0) store.appendAssistant(turn.sessionId, turn.turnId, inference.blocks);
+      const calls = inference.calls.map(({ callId, name, input }) => ({ callId, name, input }));
+      toolCallCount += calls.length;
+      this.snap(turn, "post_inference", step, toolCallCount, calls, []);
+      if (calls.length === 0) {
+        const stopReason = inference.stopReason === "tool_use" ? "end_turn" : inference.stopReason;
+        return { stopReason, toolCallCount, steps: step + 1 };
+      }
+
+      const outcomes = await this.options.scheduler.runBatch(
+        calls,
+        {
+          turnId: turn.turnId,
+          sessionId: turn.sessionId,
+          agentId: turn.agentId,
+          workspace: turn.workspace,
+          allowedRoots: turn.allowedRoots ?? [],
+          depth: turn.depth ?? 0,
+          signal: turn.signal,
+        },
+        this.hooksFor(turn),
+      );
+      this.snap(turn, "post_tools", step, toolCallCount, calls, outcomes);
+      if (turn.signal.aborted) return { stopReason: "aborted", toolCallCount, steps: step + 1 };
+    }
+    return { stopReason: "max_steps", toolCallCount, steps: maxSteps };
+  }
+
+  /** Streams one inference, emitting deltas; returns the assistant message as canonical blocks. */
+  private async infer(turn: LoopTurn) {
+    const request = {
+      turnId: turn.turnId,
+      sessionId: turn.sessionId,
+      model: turn.model,
+      history: this.options.store.getHistory(turn.sessionId),
+      tools: this.options.registry.specs(),
+    };
+    const blocks: BlockContent[] = [];
+    const calls: ToolCallBlock[] = [];
+    let stopReason: ModelStopReason = "end_turn";
+    let text = "";
+    let thinking: { text: string; signature?: string } | undefined;
+    const flushText = () => {
+      if (text.trim() !== "") blocks.push({ kind: "text", role: "assistant", text });
+      text = "";
+    };
+    const flushThinking = () => {
+      if (thinking) blocks.push({ kind: "thinking", role: "assistant", ...thinking });
+      thinking = undefined;
+    };
+    try {
+      for await (const event of turn.engine.stream(request, turn.signal)) {
+        if (turn.signal.aborted) break;
+        switch (event.type) {
+          case "text_delta":
+            flushThinking();
+            text += event.text;
+            turn.emit({ type: "text_delta", text: event.text });
+            break;
+          case "thinking_delta":
+            flushText();
+            thinking = { text: (thinking?.text ?? "") + event.text };
+            turn.emit({ type: "thinking_delta", text: event.text });
+            break;
+          case "thinking_signature":
+            thinking = { text: thinking?.text ?? "", signature: event.signature };
+            break;
+          case "tool_call":
+            flushThinking();
+            flushText();
+            calls.push({
+              kind: "tool_call",
+              role: "assistant",
+              callId: this.options.generateCallId(),
+              providerCallId: event.id,
+              name: event.name,
+              input: event.input,
+            });
+            break;
+          case "stop":
+            stopReason = event.reason;
+            break;
+        }
+      }
+    } catch (error) {
+      // An engine interrupted by the turn's own abort is not a model failure.
+      if (!turn.signal.aborted) throw error;
+    }
+    flushThinking();
+    flushText();
+    blocks.push(...calls);
+    return { blocks, calls, stopReason };
+  }
+
+  private hooksFor(turn: LoopTurn): ToolCallHooks {
+    const now = turn.now ?? Date.now;
+    const { store } = this.options;
+    return {
+      onStart: (call, limits) => {
+        turn.runningTools?.set(call.callId, { toolName: call.name, startedAt: now() });
+        turn.emit({
+          type: "tool_start",
+          toolId: call.callId,
+          toolName: call.name,
+          input: call.input,
+          timeoutMs: limits.timeoutMs,
+          idleTimeoutMs: limits.idleTimeoutMs,
+        });
+      },
+      onProgress: (call, progress) =>
+        turn.emit({
+          type: "tool_progress",
+          toolId: call.callId,
+          toolName: call.name,
+          elapsedMs: progress.elapsedMs,
+          status: "running",
+          message: progress.message,
+        }),
+      onTimeout: (call, timeout) =>
+        turn.emit({ type: "tool_timeout", toolId: call.callId, toolName: call.name, ...timeout }),
+      onResult: (call, outcome) => {
+        turn.runningTools?.delete(call.callId);
+        const response: ToolResponseBlock = {
+          kind: "tool_response",
+          role: "tool",
+          callId: call.callId,
+          name: call.name,
+          status: outcome.status,
+          result: outcome.result,
+          isError: outcome.isError,
+        };
+        // A call already closed (by an abort) keeps its first result; this late one is discarded.
+        if (!store.recordToolResult(turn.sessionId, turn.turnId, response)) {
+          this.options.onDiscardedResult?.(call, outcome);
+          return;
+        }
+        turn.emit({
+          type: "tool_result",
+          toolId: call.callId,
+          toolName: call.name,
+          result: outcome.result.slice(0, EVENT_RESULT_MAX_CHARS),
+          isError: outcome.isError,
+          status: outcome.status,
+          durationMs: outcome.durationMs,
+          attempts: outcome.attempts,
+        });
+      },
+    };
+  }
+
+  private snap(
+    turn: LoopTurn,
+    phase: LoopPhase,
+    step: number,
+    toolCallCount: number,
+    calls: readonly ToolCallRequest[],
+    outcomes: readonly ToolOutcome[],
+  ): void {
+    this.options.snapshot?.({ phase, turnId: turn.turnId, step, toolCallCount, calls, outcomes });
+  }
+}
