@@ -1,0 +1,95 @@
+/**
+ * Starts the real server as a child process (`node --import tsx src/main.ts`) on a free port with a
+ * fresh data directory, and waits for its "listening" log line. Tests talk to it over a real socket.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const PROJECT_ROOT = resolve(import.meta.dirname, "../..");
+
+export type ServerHandle = {
+  baseUrl: string;
+  port: number;
+  dataDir: string;
+  child: ChildProcess;
+  logs: () => string[];
+  /** Sends a signal and resolves with the exit code (or signal name). */
+  stop(signal?: NodeJS.Signals): Promise<number | string | null>;
+  /** Deletes the data directory (after stop). */
+  cleanup(): void;
+};
+
+export type StartOptions = { env?: Record<string, string>; dataDir?: string; timeoutMs?: number };
+
+export async function startServer(options: StartOptions = {}): Promise<ServerHandle> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "reins-test-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "info",
+      CONFIG_FILE: join(PROJECT_ROOT, "config/default.json"),
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  let exited: Promise<number | string | null> | undefined;
+  const exitPromise = new Promise<number | string | null>((resolveExit) => {
+    child.on("exit", (code, signal) => resolveExit(code ?? signal));
+  });
+  exited = exitPromise;
+
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start:\n${lines.join("\n")}`)),
+      options.timeoutMs ?? 20_000,
+    );
+    let buffer = "";
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString();
+      let newline: number;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        lines.push(line);
+        try {
+          const record = JSON.parse(line) as { msg?: string; port?: number };
+          if (record.msg === "listening" && record.port) {
+            clearTimeout(timer);
+            resolvePort(record.port);
+          }
+        } catch {
+          // not a log line
+        }
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (chunk: Buffer) => lines.push(chunk.toString()));
+    void exitPromise.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}) before listening:\n${lines.join("\n")}`));
+    });
+  });
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    child,
+    logs: () => lines,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+    cleanup() {
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
