@@ -1,0 +1,96 @@
+/**
+ * reins as a library: governed turns in-process through `src/index.ts`, no HTTP. Also the leak check:
+ * after many turns ending every way, no timer or handle is left behind.
+ */
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  createMemoryHistoryStore,
+  createRuntime,
+  parseConfig,
+  type Runtime,
+  type ToolDefinition,
+  type TurnEvent,
+} from "../../src/index.js";
+import { z } from "zod";
+
+const runtimes: Runtime[] = [];
+afterEach(() => {
+  for (const runtime of runtimes.splice(0)) runtime.store.close();
+});
+
+function build(config: Record<string, unknown> = {}, tools: ToolDefinition[] = []): Runtime {
+  const runtime = createRuntime(parseConfig(config).config, {
+    store: createMemoryHistoryStore(),
+    logger: pino({ level: "silent" }),
+    tools,
+  });
+  runtimes.push(runtime);
+  return runtime;
+}
+
+async function runTurn(runtime: Runtime, message: string, onEvent?: (event: TurnEvent) => void) {
+  const events: TurnEvent[] = [];
+  const turn = runtime.manager.startTurn({ message });
+  const { replay } = runtime.manager.follow(turn, 0, (event) => {
+    events.push(event);
+    onEvent?.(event);
+  });
+  events.unshift(...replay);
+  await turn.done;
+  return { turn, events };
+}
+
+/** Timers and handles of this process, by kind (what would leak if a turn left work behind). */
+function resources(): string[] {
+  return process.getActiveResourcesInfo().filter((kind) => kind === "Timeout" || kind === "Immediate");
+}
+
+describe("in-process turns", () => {
+  it("runs a tool turn with a custom tool and stores a valid history", async () => {
+    const upper: ToolDefinition<{ text: string }> = {
+      name: "upper",
+      description: "Upper-cases text.",
+      inputSchema: z.strictObject({ text: z.string() }),
+      concurrency: "exclusive",
+      execute: async ({ text }) => text.toUpperCase(),
+    };
+    const runtime = build({}, [upper as ToolDefinition]);
+    const { turn, events } = await runTurn(runtime, '/tool upper {"text":"quiet"}');
+    expect(events.map((event) => event.type)).toEqual([
+      "turn_start",
+      "tool_start",
+      "tool_result",
+      "text_delta",
+      "text_delta",
+      "turn_complete",
+    ]);
+    expect(events.find((event) => event.type === "tool_result")).toMatchObject({ result: "QUIET" });
+    const blocks = runtime.store.getHistory(turn.sessionId);
+    expect(blocks.map((block) => block.kind)).toEqual(["text", "tool_call", "tool_response", "text"]);
+  });
+
+  it("leaves no timer behind after turns that complete, time out and are aborted", async () => {
+    const runtime = build({
+      tools: { timeoutMs: 50 },
+      stream: { progressAfterMs: 10, progressIntervalMs: 10 },
+    });
+    const baseline = resources().length;
+    for (let round = 0; round < 20; round++) {
+      await runTurn(runtime, '/tool echo {"text":"x"}\n/tool sleep {"ms":30,"heartbeatMs":5}');
+      await runTurn(runtime, '/tool hang {}\n/tool sleep {"ms":10000}');
+      await runTurn(runtime, '/tool sleep {"ms":10000,"heartbeatMs":5}\n/tool hang {}', (event) => {
+        if (event.type === "tool_start" && event.toolName === "hang") {
+          setImmediate(() => runtime.manager.abortTurn(event.turnId, "user"));
+        }
+      });
+    }
+    expect(runtime.manager.activeCount()).toBe(0);
+    // let the aborted tools' own cancellation callbacks run
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(resources().length).toBeLessThanOrEqual(baseline);
+    const turns = runtime.store.listTurns();
+    expect(turns).toHaveLength(60);
+    expect(turns.filter((turn) => turn.status === "aborted")).toHaveLength(20);
+  });
+});

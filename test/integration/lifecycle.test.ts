@@ -1,0 +1,207 @@
+/**
+ * Process-level behaviour over the real server: idle timeouts, client disconnects, crash recovery
+ * after `kill -9`, and SIGTERM shutdown. Each case starts its own server with the settings it needs.
+ */
+import BetterSqlite3 from "better-sqlite3";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { HistoryBlock } from "../../src/history/model.js";
+import { startServer, type ServerHandle } from "../helpers/server.js";
+import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
+
+type History = {
+  blocks: HistoryBlock[];
+  turns: { id: string; status: string; abortReason: string | null }[];
+};
+
+const servers: ServerHandle[] = [];
+async function server(env: Record<string, string> = {}, dataDir?: string): Promise<ServerHandle> {
+  const handle = await startServer({ env, dataDir });
+  servers.push(handle);
+  return handle;
+}
+
+afterEach(async () => {
+  for (const handle of servers.splice(0)) {
+    await handle.stop("SIGKILL");
+    handle.cleanup();
+  }
+});
+
+async function history(handle: ServerHandle, sessionId: string): Promise<History> {
+  return (await (await fetch(`${handle.baseUrl}/api/sessions/${sessionId}/history`)).json()) as History;
+}
+
+async function activeTurnIds(handle: ServerHandle): Promise<string[]> {
+  const body = (await (await fetch(`${handle.baseUrl}/api/turns/active`)).json()) as {
+    turns: { turnId: string }[];
+  };
+  return body.turns.map((turn) => turn.turnId);
+}
+
+/** Polls until `check` passes (for effects that follow a disconnect, which has no response to wait on). */
+async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+describe("idle timeout", () => {
+  it("stops a tool with no heartbeat, while a heartbeating one runs to completion", async () => {
+    const handle = await server({ TOOL_IDLE_TIMEOUT_MS: "300" });
+    const stream = await SseStream.start(handle.baseUrl, {
+      message: '/tool hang {}\n/tool sleep {"ms":800,"heartbeatMs":100}',
+    });
+    const events = await stream.untilEnd();
+    expect(events.find((event) => event.type === "tool_timeout")).toMatchObject({
+      toolName: "hang",
+      kind: "idle",
+      timeoutMs: 300,
+    });
+    const results = events.filter((event) => event.type === "tool_result");
+    expect(results.find((event) => event.toolName === "hang")).toMatchObject({ status: "timeout" });
+    expect(results.find((event) => event.toolName === "hang")?.result).toContain(
+      "No progress for 0.3s (idle timeout)",
+    );
+    expect(results.find((event) => event.toolName === "sleep")).toMatchObject({ status: "complete" });
+    expect(events.at(-1)?.type).toBe("turn_complete");
+  });
+});
+
+describe("client disconnect", () => {
+  it("aborts the turn when the client goes away (ON_DISCONNECT=abort, no grace)", async () => {
+    const handle = await server();
+    const stream = await SseStream.start(handle.baseUrl, { message: "/tool hang {}" });
+    await stream.next((event) => event.type === "tool_start");
+    const turnId = turnIdOf(stream);
+    await stream.cancel();
+
+    await eventually(async () => expect(await activeTurnIds(handle)).not.toContain(turnId));
+    const replay = await SseStream.open(`${handle.baseUrl}/api/turns/${turnId}/events`);
+    const events = await replay.untilEnd();
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "disconnect" });
+    const { blocks } = await history(handle, sessionIdOf(stream));
+    expect(blocks.at(-1)).toMatchObject({
+      kind: "tool_response",
+      result: "[CANCELLED] Turn aborted: the client disconnected.",
+    });
+  });
+
+  it("keeps the turn when a client reattaches within the grace period", async () => {
+    // the turn outlives the grace period, so only the reattachment can keep it alive
+    const handle = await server({ DISCONNECT_GRACE_MS: "600" });
+    const stream = await SseStream.start(handle.baseUrl, {
+      message: '/tool sleep {"ms":1500}\n/then\nstill here',
+    });
+    await stream.next((event) => event.type === "tool_start");
+    const turnId = turnIdOf(stream);
+    const lastSeq = stream.events.at(-1)?.seq ?? 0;
+    await stream.cancel();
+
+    const reattached = await SseStream.open(`${handle.baseUrl}/api/turns/${turnId}/events`, {
+      headers: { "Last-Event-ID": String(lastSeq) },
+    });
+    const events = await reattached.untilEnd();
+    expect(events[0]?.seq).toBe(lastSeq + 1);
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "end_turn" });
+  });
+
+  it("aborts after the grace period when nobody reattaches", async () => {
+    const handle = await server({ DISCONNECT_GRACE_MS: "300" });
+    const stream = await SseStream.start(handle.baseUrl, { message: "/tool hang {}" });
+    await stream.next((event) => event.type === "tool_start");
+    const turnId = turnIdOf(stream);
+    await stream.cancel();
+    expect(await activeTurnIds(handle)).toContain(turnId);
+    await eventually(async () => expect(await activeTurnIds(handle)).not.toContain(turnId));
+    const events = await (await SseStream.open(`${handle.baseUrl}/api/turns/${turnId}/events`)).untilEnd();
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "disconnect" });
+  });
+
+  it("lets the turn run on with ON_DISCONNECT=continue", async () => {
+    const handle = await server({ ON_DISCONNECT: "continue" });
+    const stream = await SseStream.start(handle.baseUrl, { message: '/tool sleep {"ms":400}\n/then\ndone' });
+    await stream.next((event) => event.type === "tool_start");
+    const turnId = turnIdOf(stream);
+    await stream.cancel();
+    const events = await (await SseStream.open(`${handle.baseUrl}/api/turns/${turnId}/events`)).untilEnd();
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+    expect(events.filter((event) => event.type === "tool_result")).toHaveLength(1);
+  });
+});
+
+describe("crash and shutdown", () => {
+  it("recovers after kill -9 mid-turn: valid history, no active turn, [INTERRUPTED] results", async () => {
+    const first = await server();
+    const stream = await SseStream.start(first.baseUrl, {
+      message: '/tool echo {"text":"kept"}\n/tool hang {}\n/tool sleep {"ms":60000}',
+    });
+    await stream.next((event) => event.type === "tool_result");
+    const turnId = turnIdOf(stream);
+    const sessionId = sessionIdOf(stream);
+    expect(await first.stop("SIGKILL")).toBe("SIGKILL");
+
+    const second = await server({}, first.dataDir);
+    expect(await activeTurnIds(second)).toEqual([]);
+    const { blocks, turns } = await history(second, sessionId);
+    expect(turns).toEqual([
+      expect.objectContaining({ id: turnId, status: "interrupted", abortReason: "interrupted" }),
+    ]);
+    const responses = blocks.filter((block) => block.kind === "tool_response");
+    expect(responses.map((block) => (block.kind === "tool_response" ? block.status : ""))).toEqual([
+      "complete",
+      "interrupted",
+      "interrupted",
+    ]);
+    expect(responses[1]).toMatchObject({ result: expect.stringMatching(/^\[INTERRUPTED\] Tool "hang"/) });
+    const calls = blocks.filter((block) => block.kind === "tool_call");
+    expect(responses.map((block) => block.callId)).toEqual(calls.map((block) => block.callId));
+
+    const events = await (await SseStream.open(`${second.baseUrl}/api/turns/${turnId}/events`)).untilEnd();
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "interrupted" });
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+
+    // the session goes on
+    const next = await SseStream.start(second.baseUrl, { message: "hello again", sessionId });
+    expect((await next.untilEnd()).at(-1)?.type).toBe("turn_complete");
+  });
+
+  it("ends active turns with reason shutdown on SIGTERM, closes the database and exits 0", async () => {
+    const handle = await server();
+    const stream = await SseStream.start(handle.baseUrl, {
+      message: '/tool hang {}\n/tool echo {"text":"x"}',
+    });
+    await stream.next((event) => event.type === "tool_result");
+    const sessionId = sessionIdOf(stream);
+    const exitCode = handle.stop("SIGTERM");
+    const events = await stream.untilEnd();
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "shutdown" });
+    expect(await exitCode).toBe(0);
+
+    // the database was closed cleanly: the WAL was checkpointed and removed, history valid when opened directly
+    expect(existsSync(join(handle.dataDir, "reins.db-wal"))).toBe(false);
+    const db = new BetterSqlite3(join(handle.dataDir, "reins.db"), { readonly: true });
+    try {
+      const turn = db.prepare("SELECT status, abort_reason FROM turns").get() as {
+        status: string;
+        abort_reason: string;
+      };
+      expect(turn).toEqual({ status: "aborted", abort_reason: "shutdown" });
+      const responses = db
+        .prepare(
+          "SELECT status FROM history_blocks WHERE session_id = ? AND kind = 'tool_response' ORDER BY position",
+        )
+        .all(sessionId) as { status: string }[];
+      expect(responses.map((row) => row.status)).toEqual(["cancelled", "complete"]);
+    } finally {
+      db.close();
+    }
+  });
+});
