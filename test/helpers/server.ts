@@ -40,11 +40,9 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: string[] = [];
-  let exited: Promise<number | string | null> | undefined;
   const exitPromise = new Promise<number | string | null>((resolveExit) => {
     child.on("exit", (code, signal) => resolveExit(code ?? signal));
   });
-  exited = exitPromise;
 
   const port = await new Promise<number>((resolvePort, reject) => {
     const timer = setTimeout(
@@ -86,7 +84,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
     logs: () => lines,
     async stop(signal: NodeJS.Signals = "SIGTERM") {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      return exitPromise;
     },
     cleanup() {
       rmSync(dataDir, { recursive: true, force: true });
