@@ -75,6 +75,24 @@ describe("idle timeout", () => {
   });
 });
 
+describe("keep-alive", () => {
+  it("sends ping events without an id while a tool runs silently", async () => {
+    const handle = await server({ PING_INTERVAL_MS: "150" });
+    const stream = await SseStream.start(handle.baseUrl, { message: '/tool sleep {"ms":700}' });
+    await stream.untilEnd();
+    const pings = stream.messages.filter((message) => message.event === "ping");
+    expect(pings.length).toBeGreaterThanOrEqual(2);
+    for (const ping of pings) {
+      expect(ping.id).toBeUndefined();
+      expect(Object.keys(JSON.parse(ping.data) as object)).toEqual(["at"]);
+    }
+    const kinds = stream.messages.map((message) => message.event);
+    const silent = kinds.slice(kinds.indexOf("tool_start") + 1, kinds.indexOf("tool_result"));
+    expect(silent.filter((kind) => kind === "ping").length).toBeGreaterThanOrEqual(2);
+    expect(stream.raw.join("")).toMatch(/\n\nevent: ping\ndata: \{"at":\d+\}\n\n/);
+  });
+});
+
 describe("client disconnect", () => {
   it("aborts the turn when the client goes away (ON_DISCONNECT=abort, no grace)", async () => {
     const handle = await server();
