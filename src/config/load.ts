@@ -49,12 +49,14 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
   config.tools.idleTimeoutMs = defaults.value.idleTimeoutMs;
   warnings.push(...defaults.warnings);
   for (const [name, override] of Object.entries(config.tools.overrides)) {
-    const pair = {
-      timeoutMs: override.timeoutMs ?? config.tools.timeoutMs,
-      idleTimeoutMs: override.idleTimeoutMs ?? config.tools.idleTimeoutMs,
-    };
-    const clamped = clampTimeouts(pair, `tools.overrides.${name}`);
-    config.tools.overrides[name] = clamped.value;
+    // Only configured limits are stored, so an unset one still falls back to the tool's own (limits.ts);
+    // an unset total counts as 0 here, which leaves the idle limit to be clamped per call.
+    const clamped = clampTimeouts(
+      { timeoutMs: override.timeoutMs ?? 0, idleTimeoutMs: override.idleTimeoutMs ?? 0 },
+      `tools.overrides.${name}`,
+    );
+    if (override.timeoutMs !== undefined) override.timeoutMs = clamped.value.timeoutMs;
+    if (override.idleTimeoutMs !== undefined) override.idleTimeoutMs = clamped.value.idleTimeoutMs;
     warnings.push(...clamped.warnings);
   }
   return { config, warnings };
@@ -78,20 +80,24 @@ function readEnv(env: NodeJS.ProcessEnv): JsonObject {
   for (const binding of ENV_BINDINGS) {
     const text = env[binding.variable];
     if (text === undefined || text === "") continue;
-    setPath(values, binding.path, parseEnvValue(binding.variable, text, binding.parse));
+    setPath(
+      values,
+      binding.path,
+      parseEnvValue(`${binding.path.join(".")} (${binding.variable})`, text, binding.parse),
+    );
   }
   return values;
 }
 
-function parseEnvValue(variable: string, text: string, parse: "string" | "integer" | "boolean"): unknown {
+/** `label` names the key and its variable, e.g. `server.port (PORT)`. */
+function parseEnvValue(label: string, text: string, parse: "string" | "integer" | "boolean"): unknown {
   if (parse === "string") return text;
   if (parse === "boolean") {
     if (text === "true" || text === "1") return true;
     if (text === "false" || text === "0") return false;
-    throw new ConfigError(`${variable}: expected true or false, got "${text}"`);
+    throw new ConfigError(`${label}: expected true or false, got "${text}"`);
   }
-  if (!/^-?\d+$/.test(text.trim()))
-    throw new ConfigError(`${variable}: expected a whole number, got "${text}"`);
+  if (!/^-?\d+$/.test(text.trim())) throw new ConfigError(`${label}: expected a whole number, got "${text}"`);
   return Number(text.trim());
 }
 

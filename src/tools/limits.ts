@@ -36,7 +36,8 @@ export function resolveCall(
   if (meta.timeout !== undefined) {
     const requested = meta.timeout;
     if (typeof requested === "number" && Number.isFinite(requested) && requested > 0) {
-      timeoutMs = Math.min(Math.round(requested), settings.maxCallTimeoutMs);
+      // rounded up: a fraction of a millisecond must not become 0, which would mean no limit
+      timeoutMs = Math.min(Math.ceil(requested), settings.maxCallTimeoutMs);
       if (requested > settings.maxCallTimeoutMs) {
         warnings.push(
           `_meta.timeout ${requested} exceeds maxCallTimeoutMs ${settings.maxCallTimeoutMs}; bounded to it.`,

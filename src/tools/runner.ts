@@ -136,8 +136,9 @@ export class ToolRunner {
         },
       };
       // Deferred to a microtask so a tool that throws synchronously is handled like one that rejects.
+      // A call cancelled in the tick it started never reaches the tool.
       Promise.resolve()
-        .then(() => tool.execute(parsed.data, context))
+        .then(() => (settled ? undefined : tool.execute(parsed.data, context)))
         .then(
           (value) => settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }),
           (error: unknown) =>
