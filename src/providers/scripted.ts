@@ -41,10 +41,10 @@ export class ScriptedModel implements ModelEngine {
     const text: string[] = [];
     for (const [index, line] of step.lines.entries()) {
       const trimmed = line.trim();
-      if (trimmed.startsWith("/think")) {
+      if (/^\/think\b/.test(trimmed)) {
         throwIfAborted(signal);
         yield { type: "thinking_delta", text: trimmed.slice("/think".length).trim() };
-      } else if (trimmed.startsWith("/tool")) {
+      } else if (/^\/tool\b/.test(trimmed)) {
         calls.push(parseToolLine(trimmed, stepIndex, index));
       } else if (trimmed !== "") {
         text.push(line);

@@ -12,6 +12,8 @@ export class TurnEventBus {
   private seq: number;
   private closed = false;
   private readonly listeners = new Set<EventListener>();
+  private readonly pending: TurnEvent[] = [];
+  private delivering = false;
 
   constructor(
     readonly turnId: string,
@@ -30,16 +32,33 @@ export class TurnEventBus {
     return this.seq;
   }
 
-  /** Persists and delivers one event; returns it, or undefined once the turn has ended. */
+  /**
+   * Persists and delivers one event; returns it, or undefined once the turn has ended. An event
+   * emitted by a listener during delivery is queued behind the current one, so every listener sees
+   * events in seq order.
+   */
   emit(body: EventBody): TurnEvent | undefined {
     if (this.closed) return undefined;
     const event = { ...body, turnId: this.turnId, seq: this.seq + 1, at: this.now() } as TurnEvent;
     this.store.appendEvent(event);
     this.seq = event.seq;
     if (isTerminalEvent(event)) this.closed = true;
-    for (const listener of [...this.listeners]) listener(event);
-    if (this.closed) this.listeners.clear();
+    this.pending.push(event);
+    if (!this.delivering) this.deliver();
     return event;
+  }
+
+  private deliver(): void {
+    this.delivering = true;
+    try {
+      for (let next = this.pending.shift(); next; next = this.pending.shift()) {
+        for (const listener of [...this.listeners]) listener(next);
+      }
+    } finally {
+      this.delivering = false;
+      this.pending.length = 0;
+      if (this.closed) this.listeners.clear();
+    }
   }
 
   /** Adds a listener; returns its disposer. */

@@ -1,0 +1,295 @@
+/**
+ * HTTP validation and error mapping in-process (`buildApp(runtime).request`, DESIGN.md §3): every
+ * client mistake is a 4xx JSON body with `error` and `code` and no stack trace.
+ */
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.js";
+import { parseConfig } from "../../src/config/load.js";
+import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
+import { createRuntime, type Runtime } from "../../src/runtime.js";
+
+const BODY_LIMIT_BYTES = 512;
+
+let runtime: Runtime;
+let app: ReturnType<typeof buildApp>;
+
+beforeEach(() => {
+  const { config } = parseConfig({ logLevel: "silent", server: { bodyLimitBytes: BODY_LIMIT_BYTES } });
+  runtime = createRuntime(config, { store: createMemoryHistoryStore(), logger: pino({ level: "silent" }) });
+  app = buildApp(runtime);
+});
+afterEach(async () => {
+  await runtime.manager.abortAll("shutdown", 1_000);
+  runtime.store.close();
+});
+
+const json = { "Content-Type": "application/json" };
+
+type Case = {
+  name: string;
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  status: number;
+  code: string;
+  /** Text the error message must contain (a field path, a limit, a name). */
+  mentions?: string;
+};
+
+const startTurn = (body: unknown, headers: Record<string, string> = json) => ({
+  method: "POST",
+  path: "/api/sessions/stream",
+  headers,
+  body: typeof body === "string" ? body : JSON.stringify(body),
+});
+
+const cases: Case[] = [
+  {
+    name: "wrong content type",
+    ...startTurn({ message: "hi" }, { "Content-Type": "text/plain" }),
+    status: 415,
+    code: "unsupported_media_type",
+    mentions: "application/json",
+  },
+  {
+    name: "no content type",
+    ...startTurn({ message: "hi" }, {}),
+    status: 415,
+    code: "unsupported_media_type",
+  },
+  { name: "malformed JSON", ...startTurn('{"message": "hi"'), status: 400, code: "invalid_json" },
+  { name: "empty body", ...startTurn(""), status: 400, code: "invalid_json" },
+  {
+    name: "missing message",
+    ...startTurn({}),
+    status: 400,
+    code: "invalid_request",
+    mentions: "body.message",
+  },
+  {
+    name: "empty message",
+    ...startTurn({ message: "" }),
+    status: 400,
+    code: "invalid_request",
+    mentions: "body.message",
+  },
+  {
+    name: "message of the wrong type",
+    ...startTurn({ message: 42 }),
+    status: 400,
+    code: "invalid_request",
+    mentions: "body.message",
+  },
+  { name: "a JSON array body", ...startTurn([]), status: 400, code: "invalid_request", mentions: "body" },
+  {
+    name: "unknown body key",
+    ...startTurn({ message: "hi", temperature: 2 }),
+    status: 400,
+    code: "invalid_request",
+    mentions: "temperature",
+  },
+  {
+    name: "stepMode of the wrong type",
+    ...startTurn({ message: "hi", stepMode: "yes" }),
+    status: 400,
+    code: "invalid_request",
+    mentions: "body.stepMode",
+  },
+  {
+    name: "bad sessionId characters",
+    ...startTurn({ message: "hi", sessionId: "../etc/passwd" }),
+    status: 400,
+    code: "invalid_request",
+    mentions: "body.sessionId",
+  },
+  {
+    name: "unknown sessionId",
+    ...startTurn({ message: "hi", sessionId: "ses_missing" }),
+    status: 404,
+    code: "session_not_found",
+    mentions: "ses_missing",
+  },
+  {
+    name: "unknown provider",
+    ...startTurn({ message: "hi", provider: "gpt-17" }),
+    status: 400,
+    code: "unknown_provider",
+    mentions: "gpt-17",
+  },
+  {
+    name: "oversized body",
+    ...startTurn({ message: "x".repeat(BODY_LIMIT_BYTES) }),
+    status: 413,
+    code: "body_too_large",
+    mentions: String(BODY_LIMIT_BYTES),
+  },
+  {
+    name: "bad Last-Event-ID",
+    path: "/api/turns/turn_1/events",
+    headers: { "Last-Event-ID": "abc" },
+    status: 400,
+    code: "invalid_request",
+    mentions: "last-event-id",
+  },
+  {
+    name: "negative Last-Event-ID",
+    path: "/api/turns/turn_1/events",
+    headers: { "Last-Event-ID": "-1" },
+    status: 400,
+    code: "invalid_request",
+    mentions: "last-event-id",
+  },
+  {
+    name: "events of an unknown turn",
+    path: "/api/turns/turn_missing/events",
+    status: 404,
+    code: "turn_not_found",
+  },
+  { name: "unknown route", path: "/api/nothing/here", status: 404, code: "route_not_found" },
+  { name: "wrong method", method: "DELETE", path: "/api/turns/active", status: 404, code: "route_not_found" },
+  {
+    name: "unknown query key on the active list",
+    path: "/api/turns/active?verbose=1",
+    status: 400,
+    code: "invalid_request",
+    mentions: "verbose",
+  },
+  {
+    name: "abort of an unknown turn",
+    method: "POST",
+    path: "/api/turns/turn_missing/abort",
+    status: 404,
+    code: "turn_not_found",
+  },
+  {
+    name: "abort with a bad turn id",
+    method: "POST",
+    path: "/api/turns/bad%20id/abort",
+    status: 400,
+    code: "invalid_request",
+    mentions: "params.id",
+  },
+  {
+    name: "history of an unknown session",
+    path: "/api/sessions/ses_missing/history",
+    status: 404,
+    code: "session_not_found",
+  },
+  {
+    name: "history with a bad session id",
+    path: "/api/sessions/bad$id/history",
+    status: 400,
+    code: "invalid_request",
+    mentions: "params.id",
+  },
+];
+
+describe("HTTP client errors", () => {
+  it.each(cases)("$name → $status $code", async (testCase) => {
+    const response = await app.request(testCase.path, {
+      method: testCase.method ?? "GET",
+      headers: testCase.headers,
+      body: testCase.body,
+    });
+    expect(response.status).toBe(testCase.status);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    const text = await response.text();
+    expect(text).not.toMatch(/\n\s*at /);
+    const body = JSON.parse(text) as Record<string, unknown>;
+    expect(body.code).toBe(testCase.code);
+    expect(typeof body.error).toBe("string");
+    expect(body.error).not.toBe("");
+    if (testCase.mentions) expect(String(body.error)).toContain(testCase.mentions);
+    // a rejected request starts nothing
+    expect(runtime.manager.activeCount()).toBe(0);
+    expect(runtime.store.listTurns()).toEqual([]);
+  });
+
+  it("answers an abort of an unknown turn with exactly the documented message", async () => {
+    const response = await app.request("/api/turns/turn_missing/abort", { method: "POST" });
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({
+      error: "Turn not found or already completed",
+      code: "turn_not_found",
+    });
+  });
+
+  it("refuses an abort of a turn that has already completed", async () => {
+    const response = await app.request("/api/sessions/stream", startTurnInit({ message: "hi" }));
+    await response.text();
+    const [turn] = runtime.store.listTurns();
+    expect(turn?.status).toBe("completed");
+
+    const abort = await app.request(`/api/turns/${turn?.id}/abort`, { method: "POST" });
+    expect(abort.status).toBe(404);
+    expect(await abort.json()).toEqual({
+      error: "Turn not found or already completed",
+      code: "turn_not_found",
+    });
+  });
+
+  it("accepts a valid request (the cases above fail for their stated reason)", async () => {
+    const response = await app.request(
+      "/api/sessions/stream",
+      startTurnInit({ message: "hi", agentId: "agent-1", provider: "scripted", stepMode: false }),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    const text = await response.text();
+    expect(text).toMatch(/^id: 1\nevent: turn_start\n/);
+    expect(text).toMatch(/event: turn_complete\n/);
+  });
+
+  it("honours a valid Last-Event-ID by replaying only the later events", async () => {
+    await (await app.request("/api/sessions/stream", startTurnInit({ message: "one two" }))).text();
+    const [turn] = runtime.store.listTurns();
+    const all = runtime.store.listEvents(turn?.id ?? "");
+    expect(all.length).toBeGreaterThan(3);
+
+    const response = await app.request(`/api/turns/${turn?.id}/events`, {
+      headers: { "Last-Event-ID": "2" },
+    });
+    expect(response.status).toBe(200);
+    const ids = [...(await response.text()).matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]));
+    expect(ids).toEqual(all.slice(2).map((event) => event.seq));
+  });
+
+  it("accepts a JSON content type with a charset and a +json subtype", async () => {
+    for (const contentType of ["application/json; charset=utf-8", "application/merge-patch+json"]) {
+      const response = await app.request("/api/sessions/stream", {
+        method: "POST",
+        headers: { "Content-Type": contentType },
+        body: JSON.stringify({ message: "hi" }),
+      });
+      expect(response.status, contentType).toBe(200);
+      await response.text();
+    }
+  });
+});
+
+function startTurnInit(body: unknown): RequestInit {
+  return { method: "POST", headers: json, body: JSON.stringify(body) };
+}
+
+describe("health endpoints", () => {
+  it("reports liveness and readiness", async () => {
+    const health = await app.request("/healthz");
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: "ok" });
+    const ready = await app.request("/readyz");
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ready" });
+  });
+
+  it("reports not ready once the database is closed, while staying alive", async () => {
+    runtime.store.close();
+    const ready = await app.request("/readyz");
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ code: "db_unreachable" });
+    expect(typeof body.error).toBe("string");
+    expect((await app.request("/healthz")).status).toBe(200);
+  });
+});

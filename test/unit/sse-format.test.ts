@@ -1,0 +1,161 @@
+/**
+ * The SSE writer (DESIGN.md §4): exact frame bytes, keep-alive pings after silence (fake timers),
+ * headers, and a close callback that runs exactly once however the stream ends.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { TurnEvent } from "../../src/events.js";
+import { formatEvent, formatPing, sseResponse, type SseWriter } from "../../src/http/sse.js";
+
+const PING_INTERVAL_MS = 1000;
+
+const textDelta = (seq: number, text: string): TurnEvent => ({
+  type: "text_delta",
+  text,
+  turnId: "turn_1",
+  seq,
+  at: 1_700_000_000_000 + seq,
+});
+
+describe("formatEvent / formatPing", () => {
+  it("writes id, event and data lines and a blank line", () => {
+    expect(formatEvent(textDelta(1, "hi"))).toBe(
+      'id: 1\nevent: text_delta\ndata: {"type":"text_delta","text":"hi","turnId":"turn_1","seq":1,"at":1700000000001}\n\n',
+    );
+  });
+
+  it("keeps a multi-line payload on one data line", () => {
+    const frame = formatEvent(textDelta(7, "line one\nline two\r\n"));
+    expect(frame.split("\n")).toEqual([
+      "id: 7",
+      "event: text_delta",
+      'data: {"type":"text_delta","text":"line one\\nline two\\r\\n","turnId":"turn_1","seq":7,"at":1700000000007}',
+      "",
+      "",
+    ]);
+  });
+
+  it("writes a ping without an id", () => {
+    expect(formatPing(42)).toBe('event: ping\ndata: {"at":42}\n\n');
+  });
+});
+
+/** Opens an SSE response and reads it chunk by chunk, recording what arrived. */
+function openStream() {
+  let writer: SseWriter | undefined;
+  let closes = 0;
+  const response = sseResponse({
+    pingIntervalMs: PING_INTERVAL_MS,
+    now: () => Date.now(),
+    open: (opened) => (writer = opened),
+    onClose: () => closes++,
+  });
+  if (!response.body) throw new Error("no body");
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const chunks: string[] = [];
+  let ended = false;
+  const pump = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(decoder.decode(value));
+    }
+    ended = true;
+  })().catch(() => {});
+  if (!writer) throw new Error("open was not called");
+  return {
+    response,
+    writer,
+    reader,
+    chunks,
+    pump,
+    closes: () => closes,
+    ended: () => ended,
+  };
+}
+
+describe("sseResponse", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("sends the SSE headers", () => {
+    const { response, writer } = openStream();
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(response.headers.get("cache-control")).toBe("no-cache");
+    expect(response.headers.get("x-accel-buffering")).toBe("no");
+    writer.close();
+  });
+
+  it("writes events as they are sent", async () => {
+    const { writer, chunks, pump } = openStream();
+    writer.send(textDelta(1, "a"));
+    writer.send(textDelta(2, "b"));
+    writer.close();
+    await pump;
+    expect(chunks.join("")).toBe(formatEvent(textDelta(1, "a")) + formatEvent(textDelta(2, "b")));
+  });
+
+  it("sends a ping after pingIntervalMs of silence, not before", async () => {
+    const { writer, chunks } = openStream();
+    await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS - 1);
+    expect(chunks).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(chunks).toEqual([formatPing(PING_INTERVAL_MS)]);
+    // and again after another interval of silence
+    await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS - 1);
+    expect(chunks).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(chunks).toEqual([formatPing(PING_INTERVAL_MS), formatPing(2 * PING_INTERVAL_MS)]);
+    writer.close();
+  });
+
+  it("re-arms the ping on every event, so an active stream sends none", async () => {
+    const { writer, chunks } = openStream();
+    for (let seq = 1; seq <= 5; seq++) {
+      await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS - 1);
+      writer.send(textDelta(seq, String(seq)));
+    }
+    await vi.advanceTimersByTimeAsync(0);
+    expect(chunks.join("")).not.toContain("event: ping");
+    const lastEventAt = 5 * (PING_INTERVAL_MS - 1);
+    await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS - 1);
+    expect(chunks.join("")).not.toContain("event: ping");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(chunks.at(-1)).toBe(formatPing(lastEventAt + PING_INTERVAL_MS));
+    writer.close();
+  });
+
+  it("runs onClose once when we close the stream, and stops pinging", async () => {
+    const { writer, reader, closes, pump, ended, chunks } = openStream();
+    writer.close();
+    writer.close();
+    expect(writer.closed).toBe(true);
+    await pump;
+    expect(ended()).toBe(true);
+    await reader.cancel();
+    expect(closes()).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+    writer.send(textDelta(1, "late"));
+    await vi.advanceTimersByTimeAsync(10 * PING_INTERVAL_MS);
+    expect(chunks).toEqual([]);
+  });
+
+  it("runs onClose once when the reader cancels, and stops pinging", async () => {
+    const { writer, reader, closes, chunks } = openStream();
+    writer.send(textDelta(1, "a"));
+    await vi.advanceTimersByTimeAsync(0);
+    await reader.cancel();
+    expect(closes()).toBe(1);
+    expect(writer.closed).toBe(true);
+    writer.close();
+    expect(closes()).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(10 * PING_INTERVAL_MS);
+    expect(chunks).toEqual([formatEvent(textDelta(1, "a"))]);
+  });
+});
