@@ -14,6 +14,7 @@ import { recoverInterruptedTurns } from "./turns/recovery.js";
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 const SHUTDOWN_TURN_WAIT_MS = 3_000;
+const SHUTDOWN_FLUSH_WAIT_MS = 3_000;
 
 function start(): void {
   let loaded;
@@ -52,9 +53,18 @@ function start(): void {
       logger.error("shutdown deadline passed; exiting");
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
-    server.close();
+    // Stop accepting; `closed` settles once every connection has ended.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await runtime.manager.abortAll("shutdown", SHUTDOWN_TURN_WAIT_MS);
-    // Streams of aborted turns have ended; drop keep-alive connections so close() can finish.
+    // Aborted turns' streams end by themselves once their last events are written; give them time to
+    // flush to the socket before dropping whatever connections remain.
+    if ("closeIdleConnections" in server) server.closeIdleConnections();
+    let flushTimer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      closed,
+      new Promise((resolve) => (flushTimer = setTimeout(resolve, SHUTDOWN_FLUSH_WAIT_MS))),
+    ]);
+    clearTimeout(flushTimer);
     if ("closeAllConnections" in server) server.closeAllConnections();
     runtime.store.close();
     logger.info("stopped");

@@ -6,6 +6,8 @@ export type ToolSpec = { name: string; description: string; inputSchema: Record<
 
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
+  /** JSON Schemas are derived once, not on every inference. */
+  private specCache: ToolSpec[] | undefined;
 
   constructor(tools: Iterable<ToolDefinition> = []) {
     for (const tool of tools) this.register(tool);
@@ -15,6 +17,7 @@ export class ToolRegistry {
   register<Input>(tool: ToolDefinition<Input>): this {
     if (this.tools.has(tool.name)) throw new Error(`Tool "${tool.name}" is already registered`);
     this.tools.set(tool.name, tool as ToolDefinition);
+    this.specCache = undefined;
     return this;
   }
 
@@ -28,10 +31,11 @@ export class ToolRegistry {
 
   /** Tool descriptions for a model request, input schemas as JSON Schema. */
   specs(): ToolSpec[] {
-    return [...this.tools.values()].map((tool) => ({
+    this.specCache ??= [...this.tools.values()].map((tool) => ({
       name: tool.name,
       description: tool.description,
       inputSchema: z.toJSONSchema(tool.inputSchema, { unrepresentable: "any" }) as Record<string, unknown>,
     }));
+    return this.specCache;
   }
 }

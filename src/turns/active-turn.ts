@@ -2,6 +2,7 @@
  * The live state of one running turn: its AbortController, event bus, running calls, and the
  * subscribers following its stream (for disconnect handling). Owned by the TurnManager.
  */
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { ModelEngine } from "../providers/engine.js";
 import type { TurnEventBus } from "./event-bus.js";
@@ -27,7 +28,11 @@ export class ActiveTurn {
     readonly startedAt: number,
     readonly bus: TurnEventBus,
     readonly logger: Logger,
-  ) {}
+  ) {
+    // Every call of a batch listens on the turn's signal (and removes its listener when it settles);
+    // a batch of more than ten is normal, not a leak.
+    setMaxListeners(0, this.controller.signal);
+  }
 
   get signal(): AbortSignal {
     return this.controller.signal;

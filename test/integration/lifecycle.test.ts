@@ -191,6 +191,20 @@ describe("crash and shutdown", () => {
     expect((await next.untilEnd()).at(-1)?.type).toBe("turn_complete");
   });
 
+  it("delivers every final event of a wide batch to the client before the process exits", async () => {
+    const handle = await server({ MAX_PARALLEL_TOOLS: "32" });
+    const stream = await SseStream.start(handle.baseUrl, {
+      message: Array(20).fill("/tool hang {}").join("\n"),
+    });
+    await stream.next(() => stream.events.filter((event) => event.type === "tool_start").length === 20);
+    const exitCode = handle.stop("SIGTERM");
+    const events = await stream.untilEnd();
+    expect(events.filter((event) => event.type === "tool_result")).toHaveLength(20);
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "shutdown" });
+    expect(await exitCode).toBe(0);
+    expect(handle.logs().join("\n")).not.toContain("MaxListenersExceededWarning");
+  });
+
   it("ends active turns with reason shutdown on SIGTERM, closes the database and exits 0", async () => {
     const handle = await server();
     const stream = await SseStream.start(handle.baseUrl, {

@@ -1,0 +1,348 @@
+/**
+ * Benchmark plumbing: a bounded server launcher (fresh data directory, guaranteed cleanup), a lean SSE
+ * client that stamps every event with a high-resolution receive time, and percentile summaries.
+ * Kept separate from the test helpers so that measurement code does no per-wait re-parsing.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import type { TurnEvent } from "../src/events.js";
+
+export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+const SERVER_START_LIMIT_MS = 30_000;
+const SERVER_STOP_GRACE_MS = 12_000;
+const SERVER_KILL_WAIT_MS = 3_000;
+/** Clock ticks per second of `/proc/<pid>/stat` times (USER_HZ, 100 on every mainstream Linux). */
+const PROC_CLOCK_TICKS_PER_SECOND = 100;
+
+/** Epoch milliseconds with sub-millisecond resolution, comparable with the server's `at` stamps. */
+export function epochNowMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export function describeMachine(): string[] {
+  const processors = cpus();
+  return [
+    `node      ${process.version} (${process.platform}/${process.arch})`,
+    `cpu       ${processors[0]?.model.trim() ?? "unknown"}`,
+    `cores     ${processors.length}`,
+  ];
+}
+
+/** Rejects with `label` when `promise` has not settled within `limitMs`. */
+export async function withTimeout<T>(promise: Promise<T>, limitMs: number, label: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expiry = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label}: no answer within ${limitMs} ms`)), limitMs);
+  });
+  try {
+    return await Promise.race([promise, expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Server processes
+
+export type BenchServer = {
+  label: string;
+  baseUrl: string;
+  /** CPU time (user + system) the server process has used so far; undefined without /proc. */
+  cpuTimeMs(): number | undefined;
+  /** SIGTERM, SIGKILL after a grace period; deletes the data directory. Returns how it ended. */
+  stop(): Promise<string>;
+};
+
+const liveServers = new Set<BenchServer>();
+
+/** Starts `node --import tsx src/main.ts` on a free loopback port with a fresh data directory. */
+export async function startServer(label: string, environment: Record<string, string>): Promise<BenchServer> {
+  const dataDirectory = mkdtempSync(join(tmpdir(), "reins-bench-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDirectory,
+      LOG_LEVEL: "info",
+      CONFIG_FILE: join(PROJECT_ROOT, "config/default.json"),
+      ...environment,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<string>((resolveExit) => {
+    child.on("exit", (code, signal) => resolveExit(code === null ? String(signal) : `exit code ${code}`));
+  });
+  const recentOutput: string[] = [];
+  const remember = (line: string) => {
+    recentOutput.push(line);
+    if (recentOutput.length > 40) recentOutput.shift();
+  };
+
+  let stopped: Promise<string> | undefined;
+  const server: BenchServer = {
+    label,
+    baseUrl: "",
+    cpuTimeMs: () => (child.pid === undefined ? undefined : processCpuTimeMs(child.pid)),
+    stop() {
+      stopped ??= stopChild(child, exited).finally(() => {
+        liveServers.delete(server);
+        rmSync(dataDirectory, { recursive: true, force: true });
+      });
+      return stopped;
+    },
+  };
+  liveServers.add(server);
+
+  try {
+    const port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`${label} server did not start:\n${recentOutput.join("\n")}`)),
+        SERVER_START_LIMIT_MS,
+      );
+      let buffer = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString();
+        let newline: number;
+        while ((newline = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          remember(line);
+          const port = listeningPort(line);
+          if (port !== undefined) {
+            clearTimeout(timer);
+            resolvePort(port);
+          }
+        }
+      });
+      child.stderr.on("data", (chunk: Buffer) => remember(chunk.toString()));
+      void exited.then((how) => {
+        clearTimeout(timer);
+        reject(new Error(`${label} server ended (${how}) before listening:\n${recentOutput.join("\n")}`));
+      });
+    });
+    server.baseUrl = `http://127.0.0.1:${port}`;
+    return server;
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+function listeningPort(line: string): number | undefined {
+  try {
+    const record = JSON.parse(line) as { msg?: unknown; port?: unknown };
+    return record.msg === "listening" && typeof record.port === "number" ? record.port : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<string>): Promise<string> {
+  if (child.exitCode !== null || child.signalCode !== null) return exited;
+  child.kill("SIGTERM");
+  const graceful = await Promise.race([exited, sleep(SERVER_STOP_GRACE_MS).then(() => undefined)]);
+  if (graceful !== undefined) return graceful;
+  child.kill("SIGKILL");
+  const killed = await Promise.race([exited, sleep(SERVER_KILL_WAIT_MS).then(() => "unknown")]);
+  return `killed after ${SERVER_STOP_GRACE_MS} ms without exiting (${killed})`;
+}
+
+/** CPU time (user + system) of process `pid` in ms, read from /proc; undefined where that fails. */
+function processCpuTimeMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after "(comm)" start at field 3 (state); utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? (ticks * 1000) / PROC_CLOCK_TICKS_PER_SECOND : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time (user + system) this process has used so far, in ms. */
+export function ownCpuTimeMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+/** Stops every server still running (used on failure and on interruption). */
+export async function stopAllServers(): Promise<void> {
+  await Promise.allSettled([...liveServers].map((server) => server.stop()));
+}
+
+function sleep(milliseconds: number): Promise<void> {
+  return new Promise((resolveSleep) => setTimeout(resolveSleep, milliseconds).unref());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// SSE client
+
+/** A turn event as the client received it. */
+export type ReceivedEvent<E extends TurnEvent = TurnEvent> = {
+  event: E;
+  /** `performance.now()` when the chunk carrying it was read. */
+  receivedAtMs: number;
+  /** The same instant in epoch milliseconds (fractional), comparable with `event.at`. */
+  receivedEpochMs: number;
+};
+
+type Waiter = { predicate: (event: TurnEvent) => boolean; resolve: (received: ReceivedEvent) => void };
+
+/** One `text/event-stream` response read to its end; events are parsed once, as they arrive. */
+export class EventStream {
+  readonly received: ReceivedEvent[] = [];
+  /** Resolves when the server closes the stream (or the connection fails). */
+  readonly ended: Promise<void>;
+  private readonly waiters = new Set<Waiter>();
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private finished = false;
+
+  private constructor(body: ReadableStream<Uint8Array>) {
+    const reader = body.getReader();
+    this.reader = reader;
+    let chunkReceivedAtMs = 0;
+    const parser = createParser({
+      onEvent: (message: EventSourceMessage) => {
+        if (message.event === "ping") return;
+        const received: ReceivedEvent = {
+          event: JSON.parse(message.data) as TurnEvent,
+          receivedAtMs: chunkReceivedAtMs,
+          receivedEpochMs: performance.timeOrigin + chunkReceivedAtMs,
+        };
+        this.received.push(received);
+        for (const waiter of this.waiters) {
+          if (!waiter.predicate(received.event)) continue;
+          this.waiters.delete(waiter);
+          waiter.resolve(received);
+        }
+      },
+    });
+    const decoder = new TextDecoder();
+    this.ended = (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          chunkReceivedAtMs = performance.now();
+          parser.feed(decoder.decode(value, { stream: true }));
+        }
+      } catch {
+        // connection reset or cancelled: the stream has ended all the same
+      } finally {
+        this.finished = true;
+        this.waiters.clear();
+      }
+    })();
+  }
+
+  /** Starts a turn with `POST /api/sessions/stream`. */
+  static async startTurn(
+    baseUrl: string,
+    body: { message: string; sessionId?: string },
+  ): Promise<EventStream> {
+    const response = await fetch(`${baseUrl}/api/sessions/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok || !response.body) {
+      throw new Error(`POST /api/sessions/stream: HTTP ${response.status} ${await response.text()}`);
+    }
+    return new EventStream(response.body);
+  }
+
+  /** The first event matching `predicate` (already received ones count). */
+  async waitFor<E extends TurnEvent>(
+    predicate: (event: TurnEvent) => event is E,
+    limitMs: number,
+    label: string,
+  ): Promise<ReceivedEvent<E>> {
+    const found = this.received.find((received) => predicate(received.event));
+    if (found) return found as ReceivedEvent<E>;
+    if (this.finished) throw new Error(`${label}: stream ended without it; got ${this.typeList()}`);
+    let waiter: Waiter | undefined;
+    const arrival = new Promise<ReceivedEvent>((resolveArrival, reject) => {
+      waiter = { predicate, resolve: resolveArrival };
+      this.waiters.add(waiter);
+      void this.ended.then(() =>
+        reject(new Error(`${label}: stream ended without it; got ${this.typeList()}`)),
+      );
+    });
+    try {
+      return (await withTimeout(arrival, limitMs, `${label} (got ${this.typeList()})`)) as ReceivedEvent<E>;
+    } finally {
+      if (waiter) this.waiters.delete(waiter);
+    }
+  }
+
+  /** Waits for the server to close the stream; returns every event received. */
+  async untilEnd(limitMs: number, label: string): Promise<ReceivedEvent[]> {
+    await withTimeout(this.ended, limitMs, `${label}: stream did not end (got ${this.typeList()})`);
+    return this.received;
+  }
+
+  async cancel(): Promise<void> {
+    await this.reader.cancel().catch(() => {});
+    await this.ended;
+  }
+
+  /** The received event types, runs of one type collapsed: `turn_start, tool_start ×200`. */
+  typeList(): string {
+    const runs: { type: string; count: number }[] = [];
+    for (const { event } of this.received) {
+      const last = runs.at(-1);
+      if (last?.type === event.type) last.count++;
+      else runs.push({ type: event.type, count: 1 });
+    }
+    if (runs.length === 0) return "nothing";
+    return runs.map((run) => (run.count === 1 ? run.type : `${run.type} ×${run.count}`)).join(", ");
+  }
+}
+
+export function isEventOfType<T extends TurnEvent["type"]>(
+  type: T,
+): (event: TurnEvent) => event is Extract<TurnEvent, { type: T }> {
+  return (event): event is Extract<TurnEvent, { type: T }> => event.type === type;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Statistics
+
+export type Summary = { count: number; p50: number; p99: number; max: number; min: number; mean: number };
+
+/** Nearest-rank percentiles of `values` (which need not be sorted). */
+export function summarize(values: readonly number[]): Summary {
+  if (values.length === 0) throw new Error("no samples to summarize");
+  const sorted = [...values].sort((left, right) => left - right);
+  const rank = (percent: number) =>
+    sorted[Math.max(0, Math.ceil((percent / 100) * sorted.length) - 1)] ?? NaN;
+  const total = sorted.reduce((sum, value) => sum + value, 0);
+  return {
+    count: sorted.length,
+    p50: rank(50),
+    p99: rank(99),
+    max: sorted[sorted.length - 1] ?? NaN,
+    min: sorted[0] ?? NaN,
+    mean: total / sorted.length,
+  };
+}
+
+/** One aligned report line: `label  n=…  p50 …  p99 …  max …` in milliseconds. */
+export function formatSummaryMs(label: string, summary: Summary, labelWidth = 44): string {
+  const cell = (name: string, value: number) => `${name} ${value.toFixed(2).padStart(8)} ms`;
+  return [
+    `  ${label.padEnd(labelWidth)}`,
+    `n=${String(summary.count).padEnd(4)}`,
+    cell("p50", summary.p50),
+    cell("p99", summary.p99),
+    cell("max", summary.max),
+  ].join("  ");
+}
