@@ -2,7 +2,7 @@
  * The environment variables of DESIGN.md §7 and where each lands in the configuration. One table,
  * read by the loader and by the test that checks `.env.example` lists them all.
  */
-type Parser = "string" | "integer" | "boolean";
+type Parser = "string" | "integer" | "boolean" | "list" | "path-list";
 
 export type EnvBinding = { variable: string; path: readonly string[]; parse: Parser };
 
@@ -17,6 +17,11 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { variable: "TOOL_IDLE_TIMEOUT_MS", path: ["tools", "idleTimeoutMs"], parse: "integer" },
   { variable: "MAX_CALL_TIMEOUT_MS", path: ["tools", "maxCallTimeoutMs"], parse: "integer" },
   { variable: "MAX_PARALLEL_TOOLS", path: ["tools", "maxParallelTools"], parse: "integer" },
+  { variable: "SYSTEM_TOOLS", path: ["tools", "system", "enabled"], parse: "list" },
+  { variable: "ALLOWED_ROOTS", path: ["tools", "system", "allowedRoots"], parse: "path-list" },
+  { variable: "WORKSPACE_DIR", path: ["tools", "system", "workspace"], parse: "string" },
+  { variable: "EXEC_KILL_GRACE_MS", path: ["tools", "system", "execKillGraceMs"], parse: "integer" },
+  { variable: "TOOL_OUTPUT_MAX_BYTES", path: ["tools", "system", "maxOutputBytes"], parse: "integer" },
   { variable: "MAX_STEPS", path: ["turns", "maxSteps"], parse: "integer" },
   { variable: "PROGRESS_AFTER_MS", path: ["stream", "progressAfterMs"], parse: "integer" },
   { variable: "PROGRESS_INTERVAL_MS", path: ["stream", "progressIntervalMs"], parse: "integer" },

@@ -3,10 +3,10 @@
  * environment variables. Invalid values stop start-up with a `ConfigError` that names the key.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { delimiter, resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { clampTimeouts } from "./clamp.js";
-import { CONFIG_FILE_VARIABLE, DEFAULT_CONFIG_FILE, ENV_BINDINGS } from "./env.js";
+import { CONFIG_FILE_VARIABLE, DEFAULT_CONFIG_FILE, ENV_BINDINGS, type EnvBinding } from "./env.js";
 import { configSchema, type Config } from "./schema.js";
 
 export type LoadedConfig = { config: Config; warnings: string[]; source: string | null };
@@ -90,8 +90,19 @@ function readEnv(env: NodeJS.ProcessEnv): JsonObject {
 }
 
 /** `label` names the key and its variable, e.g. `server.port (PORT)`. */
-function parseEnvValue(label: string, text: string, parse: "string" | "integer" | "boolean"): unknown {
+function parseEnvValue(label: string, text: string, parse: EnvBinding["parse"]): unknown {
   if (parse === "string") return text;
+  // comma-separated names; paths separated by the platform's delimiter (":" on POSIX)
+  if (parse === "list")
+    return text
+      .split(",")
+      .map((item) => item.trim())
+      .filter(Boolean);
+  if (parse === "path-list")
+    return text
+      .split(delimiter)
+      .map((item) => item.trim())
+      .filter(Boolean);
   if (parse === "boolean") {
     if (text === "true" || text === "1") return true;
     if (text === "false" || text === "0") return false;

@@ -11,6 +11,8 @@ export const DEFAULT_PROGRESS_INTERVAL_MS = 5_000;
 export const DEFAULT_PING_INTERVAL_MS = 15_000;
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
 
+export const SYSTEM_TOOL_NAMES = ["exec", "read_file", "web_fetch"] as const;
+
 const milliseconds = z.number().int();
 const positiveMilliseconds = z.number().int().positive();
 
@@ -45,6 +47,20 @@ export const configSchema = z.strictObject({
       maxCallTimeoutMs: positiveMilliseconds.default(DEFAULT_MAX_CALL_TIMEOUT_MS),
       maxParallelTools: z.number().int().min(1).max(256).default(8),
       overrides: z.record(z.string(), toolOverrideSchema).default({}),
+      /** Tools that touch the system; each is off unless listed. */
+      system: z
+        .strictObject({
+          enabled: z.array(z.enum(SYSTEM_TOOL_NAMES)).default([]),
+          /** Directories `exec` and `read_file` are confined to (resolved, symlinks followed). */
+          allowedRoots: z.array(z.string().min(1)).default([]),
+          /** Working directory of `exec` and base of relative paths; defaults to the first allowed root. */
+          workspace: z.string().min(1).optional(),
+          /** Grace between SIGTERM and SIGKILL when an `exec` call is stopped. */
+          execKillGraceMs: z.number().int().min(0).default(2_000),
+          /** Cap on what `exec`, `read_file` and `web_fetch` return (bytes). */
+          maxOutputBytes: z.number().int().positive().default(65_536),
+        })
+        .prefault({}),
     })
     .prefault({}),
   turns: z

@@ -50,6 +50,8 @@ export type TurnRecord = {
   startedAt: number;
   endedAt: number | null;
   toolCallCount: number;
+  parentTurnId: string | null;
+  depth: number;
 };
 
 export type SessionRecord = { id: string; agentId: string; createdAt: number; updatedAt: number };

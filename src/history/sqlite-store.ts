@@ -11,6 +11,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import BetterSqlite3, { type Database, type Statement } from "better-sqlite3";
 import type { TurnEvent } from "../events.js";
+import type { Decision, TraceEntry } from "../observability/decision.js";
 import { migrate } from "./migrate.js";
 import type {
   BlockContent,
@@ -48,6 +49,8 @@ type TurnRow = {
   started_at: number;
   ended_at: number | null;
   tool_call_count: number;
+  parent_turn_id: string | null;
+  depth: number;
 };
 
 export type SqliteStoreOptions = { now?: () => number };
@@ -93,6 +96,8 @@ export class SqliteHistoryStore implements HistoryStore {
         turn.provider,
         turn.model,
         turn.startedAt,
+        turn.parentTurnId ?? null,
+        turn.depth ?? 0,
       );
       this.insertBlocks(turn.sessionId, turn.id, [{ kind: "text", role: "user", text: turn.userMessage }]);
     })();
@@ -161,18 +166,50 @@ export class SqliteHistoryStore implements HistoryStore {
     return row.seq ?? 0;
   }
 
+  appendTrace(turnId: string, decision: Decision): void {
+    const { kind, ...detail } = decision;
+    const callId = "callId" in decision ? (decision.callId ?? null) : null;
+    const toolName = "toolName" in decision ? decision.toolName : null;
+    this.statements.insertTrace.run({
+      turnId,
+      at: this.now(),
+      kind,
+      callId,
+      toolName,
+      detail: JSON.stringify(detail),
+    });
+  }
+
+  listTrace(turnId: string): TraceEntry[] {
+    const rows = this.statements.selectTrace.all(turnId) as {
+      turn_id: string;
+      seq: number;
+      at: number;
+      kind: string;
+      detail: string;
+    }[];
+    return rows.map(
+      (row) =>
+        ({
+          turnId: row.turn_id,
+          seq: row.seq,
+          at: row.at,
+          kind: row.kind,
+          ...JSON.parse(row.detail),
+        }) as TraceEntry,
+    );
+  }
+
   getTurn(turnId: string): TurnRecord | undefined {
     const row = this.statements.selectTurn.get(turnId) as TurnRow | undefined;
     return row && toTurnRecord(row);
   }
 
   listTurns(filter: { status?: TurnStatus; sessionId?: string } = {}): TurnRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM turns WHERE (@status IS NULL OR status = @status)
-           AND (@sessionId IS NULL OR session_id = @sessionId) ORDER BY started_at, rowid`,
-      )
-      .all({ status: filter.status ?? null, sessionId: filter.sessionId ?? null }) as TurnRow[];
+    const rows = this.statements.selectTurns.all({
+      status: filter.status ?? null,
+      sessionId: filter.sessionId ?? null,
+    }) as TurnRow[];
     return rows.map(toTurnRecord);
   }
 
@@ -243,6 +280,13 @@ export function createMemoryHistoryStore(options: SqliteStoreOptions = {}): Sqli
   return new SqliteHistoryStore(":memory:", options);
 }
 
+/** Turn columns; a running turn's call count is counted live, an ended one's is the one recorded. */
+const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, stop_reason, abort_reason, started_at,
+    ended_at, parent_turn_id, depth, CASE WHEN status = 'running'
+      THEN (SELECT COUNT(*) FROM history_blocks WHERE turn_id = turns.id AND kind = 'tool_call')
+      ELSE tool_call_count END AS tool_call_count
+  FROM turns`;
+
 function prepareStatements(db: Database) {
   const prepare = (sql: string): Statement => db.prepare(sql);
   return {
@@ -251,16 +295,13 @@ function prepareStatements(db: Database) {
     selectNextPosition: prepare("SELECT next_position FROM sessions WHERE id = ?"),
     updateSessionPosition: prepare("UPDATE sessions SET next_position = ?, updated_at = ? WHERE id = ?"),
     insertTurn: prepare(
-      `INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at)
-       VALUES (?, ?, ?, ?, ?, 'running', ?)`,
+      `INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at, parent_turn_id, depth)
+       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
     ),
-    // a running turn's call count is counted live; an ended turn's is the one recorded at its end
-    selectTurn: prepare(
-      `SELECT id, session_id, agent_id, provider, model, status, stop_reason, abort_reason, started_at, ended_at,
-         CASE WHEN status = 'running'
-           THEN (SELECT COUNT(*) FROM history_blocks WHERE turn_id = turns.id AND kind = 'tool_call')
-           ELSE tool_call_count END AS tool_call_count
-       FROM turns WHERE id = ?`,
+    selectTurn: prepare(`${SELECT_TURN} WHERE id = ?`),
+    selectTurns: prepare(
+      `${SELECT_TURN} WHERE (@status IS NULL OR status = @status)
+         AND (@sessionId IS NULL OR session_id = @sessionId) ORDER BY started_at, rowid`,
     ),
     finishTurn: prepare(
       `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?,
@@ -294,6 +335,12 @@ function prepareStatements(db: Database) {
     insertEvent: prepare("INSERT INTO turn_events (turn_id, seq, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
     selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq"),
     selectLastSeq: prepare("SELECT MAX(seq) AS seq FROM turn_events WHERE turn_id = ?"),
+    insertTrace: prepare(
+      `INSERT INTO turn_trace (turn_id, seq, at, kind, call_id, tool_name, detail)
+       VALUES (@turnId, (SELECT COALESCE(MAX(seq), 0) + 1 FROM turn_trace WHERE turn_id = @turnId), @at, @kind,
+               @callId, @toolName, @detail)`,
+    ),
+    selectTrace: prepare("SELECT * FROM turn_trace WHERE turn_id = ? ORDER BY seq"),
     ping: prepare("SELECT 1 AS ok"),
   };
 }
@@ -368,5 +415,7 @@ function toTurnRecord(row: TurnRow): TurnRecord {
     startedAt: row.started_at,
     endedAt: row.ended_at,
     toolCallCount: row.tool_call_count,
+    parentTurnId: row.parent_turn_id,
+    depth: row.depth,
   };
 }

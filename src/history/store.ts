@@ -4,6 +4,7 @@
  * transaction.
  */
 import type { TurnEvent } from "../events.js";
+import type { Decision, TraceEntry } from "../observability/decision.js";
 import type {
   BlockContent,
   HistoryBlock,
@@ -21,6 +22,9 @@ export type NewTurn = {
   model: string;
   startedAt: number;
   userMessage: string;
+  /** Set for a child turn run by a tool of its parent. */
+  parentTurnId?: string;
+  depth?: number;
 };
 
 export type TurnOutcome = {
@@ -56,6 +60,9 @@ export interface HistoryStore {
   appendEvent(event: TurnEvent): void;
   listEvents(turnId: string, afterSeq?: number): TurnEvent[];
   lastEventSeq(turnId: string): number;
+  /** Appends one decision to the turn's trace. */
+  appendTrace(turnId: string, decision: Decision): void;
+  listTrace(turnId: string): TraceEntry[];
   getTurn(turnId: string): TurnRecord | undefined;
   listTurns(filter?: { status?: TurnStatus; sessionId?: string }): TurnRecord[];
   getHistory(sessionId: string): HistoryBlock[];

@@ -65,6 +65,7 @@ describe("defaults", () => {
         maxCallTimeoutMs: 600_000,
         maxParallelTools: 8,
         overrides: {},
+        system: { enabled: [], allowedRoots: [], execKillGraceMs: 2_000, maxOutputBytes: 65_536 },
       },
       turns: { maxSteps: 25 },
       stream: {
@@ -152,11 +153,14 @@ describe("every variable in ENV_BINDINGS lands in the configuration", () => {
     LOG_LEVEL: { text: "debug", value: "debug" },
     DEFAULT_PROVIDER: { text: "scripted", value: "scripted" },
     ON_DISCONNECT: { text: "continue", value: "continue" },
+    SYSTEM_TOOLS: { text: "exec, read_file", value: ["exec", "read_file"] },
   };
   const SAMPLE_BY_TYPE: Record<EnvBinding["parse"], { text: string; value: unknown }> = {
     integer: { text: "17", value: 17 },
     string: { text: "sample", value: "sample" },
     boolean: { text: "true", value: true },
+    list: { text: "a,b", value: ["a", "b"] },
+    "path-list": { text: "/srv/a:/srv/b", value: ["/srv/a", "/srv/b"] },
   };
 
   it.each(ENV_BINDINGS.map((binding) => [binding.variable, binding] as const))("%s", (variable, binding) => {

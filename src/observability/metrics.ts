@@ -1,0 +1,178 @@
+/**
+ * Prometheus metrics (prom-client) on a registry of their own — no global default registry, so two
+ * apps in one process never share counters. Fed by decisions, tool outcomes and turn ends.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Decision } from "./decision.js";
+
+const BREAKER_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly toolCalls: Counter<"tool" | "status">;
+  private readonly toolErrors: Counter<"tool" | "classification">;
+  private readonly retries: Counter<"tool">;
+  private readonly retrySuccesses: Counter<"tool">;
+  private readonly breakerOpens: Counter<"tool">;
+  private readonly breakerState: Gauge<"tool">;
+  private readonly timeouts: Counter<"tool" | "kind">;
+  private readonly zombies: Gauge;
+  private readonly zombiesTotal: Counter<"tool">;
+  private readonly fallbacks: Counter<"tool">;
+  private readonly skipped: Counter<"tool">;
+  private readonly loopsDetected: Counter<"action">;
+  private readonly activeTurns: Gauge;
+  private readonly turnDuration: Histogram<"outcome">;
+  private readonly turnsEnded: Counter<"outcome">;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.toolCalls = new Counter({
+      name: "reins_tool_calls_total",
+      help: "Tool calls by final status",
+      labelNames: ["tool", "status"],
+      registers,
+    });
+    this.toolErrors = new Counter({
+      name: "reins_tool_errors_total",
+      help: "Failed tool attempts by classification",
+      labelNames: ["tool", "classification"],
+      registers,
+    });
+    this.retries = new Counter({
+      name: "reins_tool_retries_total",
+      help: "Retries scheduled",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.retrySuccesses = new Counter({
+      name: "reins_tool_retry_successes_total",
+      help: "Calls that succeeded after at least one retry",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.breakerOpens = new Counter({
+      name: "reins_circuit_opens_total",
+      help: "Circuit breaker openings",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.breakerState = new Gauge({
+      name: "reins_circuit_state",
+      help: "Circuit breaker state (0 closed, 1 half-open, 2 open)",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.timeouts = new Counter({
+      name: "reins_tool_timeouts_total",
+      help: "Tool timeouts by kind",
+      labelNames: ["tool", "kind"],
+      registers,
+    });
+    this.zombies = new Gauge({
+      name: "reins_zombie_tools",
+      help: "Tools still running after their call was closed",
+      registers,
+    });
+    this.zombiesTotal = new Counter({
+      name: "reins_zombies_total",
+      help: "Calls that became zombies",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.fallbacks = new Counter({
+      name: "reins_tool_fallbacks_total",
+      help: "Calls answered by a fallback tool",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.skipped = new Counter({
+      name: "reins_tool_skipped_total",
+      help: "Calls skipped because a dependency failed",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.loopsDetected = new Counter({
+      name: "reins_loop_detections_total",
+      help: "Repeated-call warnings and stops",
+      labelNames: ["action"],
+      registers,
+    });
+    this.activeTurns = new Gauge({ name: "reins_active_turns", help: "Turns running now", registers });
+    this.turnDuration = new Histogram({
+      name: "reins_turn_duration_seconds",
+      help: "Turn duration by outcome",
+      labelNames: ["outcome"],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+      registers,
+    });
+    this.turnsEnded = new Counter({
+      name: "reins_turns_total",
+      help: "Turns ended, by outcome",
+      labelNames: ["outcome"],
+      registers,
+    });
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "reins_process_" });
+  }
+
+  observeDecision(decision: Decision): void {
+    switch (decision.kind) {
+      case "classification":
+        this.toolErrors.inc({ tool: decision.toolName, classification: decision.classification });
+        break;
+      case "retry":
+        this.retries.inc({ tool: decision.toolName });
+        break;
+      case "retry_succeeded":
+        this.retrySuccesses.inc({ tool: decision.toolName });
+        break;
+      case "breaker_transition":
+        this.breakerState.set({ tool: decision.toolName }, BREAKER_STATE_VALUE[decision.to]);
+        if (decision.to === "open") this.breakerOpens.inc({ tool: decision.toolName });
+        break;
+      case "timeout":
+        this.timeouts.inc({ tool: decision.toolName, kind: decision.timeoutKind });
+        break;
+      case "zombie":
+        if (decision.state === "started") {
+          this.zombies.inc();
+          this.zombiesTotal.inc({ tool: decision.toolName });
+        } else {
+          this.zombies.dec();
+        }
+        break;
+      case "fallback":
+        this.fallbacks.inc({ tool: decision.toolName });
+        break;
+      case "skipped":
+        this.skipped.inc({ tool: decision.toolName });
+        break;
+      case "loop":
+        this.loopsDetected.inc({ action: decision.action });
+        break;
+      default:
+        break;
+    }
+  }
+
+  toolCallEnded(toolName: string, status: string): void {
+    this.toolCalls.inc({ tool: toolName, status });
+  }
+
+  setActiveTurns(count: number): void {
+    this.activeTurns.set(count);
+  }
+
+  turnEnded(outcome: string, durationMs: number): void {
+    this.turnsEnded.inc({ outcome });
+    this.turnDuration.observe({ outcome }, durationMs / 1000);
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * A circuit breaker per tool (DESIGN.md §5.4): closed → open after `failureThreshold` consecutive
+ * transient failures → after `openMs`, half-open, admitting exactly one probe at a time (concurrent
+ * callers fail fast while it runs) → closed after `halfOpenSuccesses` consecutive successful probes,
+ * open again on a failed one. Permanent errors neither count nor reset.
+ */
+export type BreakerState = "closed" | "open" | "half_open";
+
+export type BreakerSettings = { failureThreshold: number; openMs: number; halfOpenSuccesses: number };
+
+export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
+  failureThreshold: 5,
+  openMs: 30_000,
+  halfOpenSuccesses: 2,
+});
+
+/** How an admitted call ended, for the breaker's books. */
+export type CallResult = "success" | "failure" | "ignored";
+
+export type Admission =
+  | { admitted: true; probe: boolean; release(result: CallResult): void }
+  | { admitted: false; state: "open" | "half_open"; retryAfterMs: number };
+
+export type BreakerTransition = { toolName: string; from: BreakerState; to: BreakerState };
+
+export class CircuitBreaker {
+  private current: BreakerState = "closed";
+  private consecutiveFailures = 0;
+  private probeSuccesses = 0;
+  private probeInFlight = false;
+  private openedAt = 0;
+
+  constructor(
+    readonly toolName: string,
+    private readonly settings: BreakerSettings,
+    private readonly now: () => number,
+    private readonly onTransition: (transition: BreakerTransition) => void = () => {},
+  ) {}
+
+  /** The state now (an open breaker whose time is up reads as half-open). */
+  get state(): BreakerState {
+    if (this.current === "open" && this.now() - this.openedAt >= this.settings.openMs) this.move("half_open");
+    return this.current;
+  }
+
+  /** Asks to make a call; an admitted call must be released exactly once. */
+  admit(): Admission {
+    const state = this.state;
+    if (state === "open") {
+      return { admitted: false, state, retryAfterMs: this.openedAt + this.settings.openMs - this.now() };
+    }
+    if (state === "half_open") {
+      if (this.probeInFlight) return { admitted: false, state, retryAfterMs: 0 };
+      this.probeInFlight = true;
+      return { admitted: true, probe: true, release: this.releaser(true) };
+    }
+    return { admitted: true, probe: false, release: this.releaser(false) };
+  }
+
+  private releaser(probe: boolean): (result: CallResult) => void {
+    let released = false;
+    return (result) => {
+      if (released) return;
+      released = true;
+      if (probe) this.probeInFlight = false;
+      if (result === "ignored") return;
+      if (result === "success") this.onSuccess(probe);
+      else this.onFailure(probe);
+    };
+  }
+
+  private onSuccess(probe: boolean): void {
+    this.consecutiveFailures = 0;
+    if (!probe || this.current !== "half_open") return;
+    this.probeSuccesses++;
+    if (this.probeSuccesses >= this.settings.halfOpenSuccesses) this.move("closed");
+  }
+
+  private onFailure(probe: boolean): void {
+    if (probe && this.current === "half_open") {
+      this.open();
+      return;
+    }
+    this.consecutiveFailures++;
+    if (this.current === "closed" && this.consecutiveFailures >= this.settings.failureThreshold) this.open();
+  }
+
+  private open(): void {
+    this.openedAt = this.now();
+    this.move("open");
+  }
+
+  private move(to: BreakerState): void {
+    const from = this.current;
+    if (from === to) return;
+    this.current = to;
+    this.consecutiveFailures = 0;
+    this.probeSuccesses = 0;
+    this.onTransition({ toolName: this.toolName, from, to });
+  }
+}
+
+/** The breakers of all tools, created on first use; shared by every turn of the process. */
+export class BreakerRegistry {
+  private readonly breakers = new Map<string, CircuitBreaker>();
+
+  constructor(
+    private readonly settings: BreakerSettings,
+    private readonly now: () => number,
+    private readonly onTransition?: (transition: BreakerTransition) => void,
+  ) {}
+
+  get(toolName: string): CircuitBreaker {
+    let breaker = this.breakers.get(toolName);
+    if (!breaker) {
+      breaker = new CircuitBreaker(toolName, this.settings, this.now, this.onTransition);
+      this.breakers.set(toolName, breaker);
+    }
+    return breaker;
+  }
+
+  /** Every known breaker's state. */
+  states(): { toolName: string; state: BreakerState }[] {
+    return [...this.breakers.values()].map((breaker) => ({
+      toolName: breaker.toolName,
+      state: breaker.state,
+    }));
+  }
+
+  /** Tools whose circuit is not closed. */
+  openCircuits(): string[] {
+    return this.states()
+      .filter((entry) => entry.state !== "closed")
+      .map((entry) => entry.toolName);
+  }
+}
