@@ -10,9 +10,16 @@ import type { Config } from "./config/schema.js";
 import type { HistoryStore } from "./history/store.js";
 import { HttpError, toHttpError } from "./http/http-error.js";
 import { apiRoutes } from "./http/routes.js";
+import type { Metrics } from "./observability/metrics.js";
 import type { TurnManager } from "./turns/manager.js";
 
-export type AppDeps = { manager: TurnManager; store: HistoryStore; config: Config; logger: Logger };
+export type AppDeps = {
+  manager: TurnManager;
+  store: HistoryStore;
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+};
 
 export function buildApp(deps: AppDeps): Hono {
   const app = new Hono();
@@ -36,6 +43,10 @@ export function buildApp(deps: AppDeps): Hono {
     deps.store.isReachable()
       ? context.json({ status: "ready" })
       : context.json({ status: "unavailable", error: "database unreachable", code: "db_unreachable" }, 503),
+  );
+
+  app.get("/metrics", async (context) =>
+    context.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
   );
 
   app.notFound((context) =>

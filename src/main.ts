@@ -31,7 +31,7 @@ function start(): void {
   const logger = pino({ level: config.logLevel });
   for (const warning of warnings) logger.warn({ config: source }, warning);
 
-  const runtime = createRuntime(config, { logger });
+  const runtime = createRuntime(config, { logger, processMetrics: true });
   const recovered = recoverInterruptedTurns(runtime.store);
   if (recovered.length > 0)
     logger.warn({ turnIds: recovered }, "turns interrupted by a previous crash were closed");

@@ -1,19 +1,24 @@
 /**
- * Composition: builds the store, tools, runner, scheduler, loop and TurnManager from a configuration.
- * The server (`main.ts`), the tests and programs embedding reins all assemble it the same way.
+ * Composition: builds the store, tools, runner, scheduler, loop, TurnManager, decision log and metrics
+ * from a configuration. The server (`main.ts`), the tests and programs embedding reins all assemble it
+ * the same way.
  */
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { customAlphabet } from "nanoid";
 import pino, { type Logger } from "pino";
 import type { Config } from "./config/schema.js";
 import { SqliteHistoryStore } from "./history/sqlite-store.js";
 import type { HistoryStore } from "./history/store.js";
+import { DecisionLog } from "./observability/decision-log.js";
+import { Metrics } from "./observability/metrics.js";
 import type { ModelEngine } from "./providers/engine.js";
 import { ScriptedModel } from "./providers/scripted.js";
 import { builtinTools } from "./tools/builtin/index.js";
 import { ToolRegistry } from "./tools/registry.js";
+import { BreakerRegistry } from "./tools/resilience/circuit-breaker.js";
 import { ToolRunner } from "./tools/runner.js";
 import { ToolScheduler } from "./tools/scheduler.js";
+import { systemTools } from "./tools/system/index.js";
 import type { ToolDefinition } from "./tools/types.js";
 import { ToolCallingLoop } from "./turns/loop.js";
 import { TurnManager } from "./turns/manager.js";
@@ -24,12 +29,16 @@ const randomId = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJK
 export type RuntimeOptions = {
   logger?: Logger;
   store?: HistoryStore;
-  /** Extra tools beside the built-ins. */
+  /** Extra tools beside the built-ins and the enabled system tools. */
   tools?: ToolDefinition[];
   /** Extra engines beside the scripted model, by provider name. */
   engines?: ModelEngine[];
   now?: () => number;
   generateId?: (prefix: string) => string;
+  /** Source of retry jitter, in [0, 1). */
+  random?: () => number;
+  /** Also collect Node process metrics (the server does; tests need not). */
+  processMetrics?: boolean;
 };
 
 export type Runtime = {
@@ -37,10 +46,12 @@ export type Runtime = {
   logger: Logger;
   store: HistoryStore;
   registry: ToolRegistry;
+  breakers: BreakerRegistry;
   runner: ToolRunner;
   scheduler: ToolScheduler;
   loop: ToolCallingLoop;
   manager: TurnManager;
+  metrics: Metrics;
 };
 
 export function createRuntime(config: Config, options: RuntimeOptions = {}): Runtime {
@@ -48,7 +59,19 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const now = options.now ?? Date.now;
   const generateId = options.generateId ?? ((prefix: string) => `${prefix}_${randomId()}`);
   const store = options.store ?? new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), { now });
-  const registry = new ToolRegistry([...builtinTools(), ...(options.tools ?? [])]);
+  const metrics = new Metrics({ defaultMetrics: options.processMetrics });
+  const recorder = new DecisionLog(store, metrics, logger);
+  const { system } = config.tools;
+  const registry = new ToolRegistry([
+    ...builtinTools(),
+    ...systemTools({
+      enabled: system.enabled,
+      execKillGraceMs: system.execKillGraceMs,
+      maxOutputBytes: system.maxOutputBytes,
+    }),
+    ...(options.tools ?? []),
+  ]);
+  const breakers = new BreakerRegistry(config.resilience.breaker, now);
   const runner = new ToolRunner(
     registry,
     {
@@ -57,16 +80,24 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       overrides: config.tools.overrides,
       progressAfterMs: config.stream.progressAfterMs,
       progressIntervalMs: config.stream.progressIntervalMs,
+      retry: config.resilience.retry,
     },
-    { now, warn: (message) => logger.warn(message) },
+    { now, warn: (message) => logger.warn(message), breakers, recorder, random: options.random },
   );
-  const scheduler = new ToolScheduler(runner, registry, { maxParallelTools: config.tools.maxParallelTools });
+  const scheduler = new ToolScheduler(
+    runner,
+    registry,
+    { maxParallelTools: config.tools.maxParallelTools },
+    recorder,
+  );
   const loop = new ToolCallingLoop({
     registry,
     scheduler,
     store,
+    recorder,
     maxSteps: config.turns.maxSteps,
     generateCallId: () => generateId("call"),
+    onCallEnded: (call, outcome) => metrics.toolCallEnded(call.name, outcome.status),
     onDiscardedResult: (call, outcome) => {
       // The runner's own "cancelled" after an abort is expected; a real late result is worth a warning.
       const level = outcome.status === "cancelled" ? "debug" : "warn";
@@ -79,6 +110,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const engines = new Map<string, ModelEngine>();
   for (const engine of [new ScriptedModel(), ...(options.engines ?? [])])
     engines.set(engine.provider, engine);
+  const allowedRoots = system.allowedRoots.map((root) => resolve(root));
   const manager = new TurnManager({
     store,
     loop,
@@ -86,12 +118,21 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     logger,
     now,
     generateId,
+    recorder,
+    openCircuits: () => breakers.openCircuits(),
+    onTurnEnded: (outcome, durationMs) => metrics.turnEnded(outcome, durationMs),
     settings: {
       defaultProvider: config.providers.default,
       defaultAgentId: "default",
       onDisconnect: config.stream.onDisconnect,
       disconnectGraceMs: config.stream.disconnectGraceMs,
+      turnTimeoutMs: config.turns.timeoutMs,
+      finalAnswerTimeoutMs: config.turns.finalAnswerTimeoutMs,
+      maxDepth: config.turns.maxDepth,
+      allowedRoots,
+      workspace: system.workspace === undefined ? undefined : resolve(system.workspace),
     },
   });
-  return { config, logger, store, registry, runner, scheduler, loop, manager };
+  metrics.observe({ activeTurns: () => manager.activeCount(), zombies: () => manager.zombies.size });
+  return { config, logger, store, registry, breakers, runner, scheduler, loop, manager, metrics };
 }

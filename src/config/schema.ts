@@ -10,6 +10,7 @@ export const DEFAULT_PROGRESS_AFTER_MS = 5_000;
 export const DEFAULT_PROGRESS_INTERVAL_MS = 5_000;
 export const DEFAULT_PING_INTERVAL_MS = 15_000;
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
+export const DEFAULT_TURN_TIMEOUT_MS = 300_000;
 
 export const SYSTEM_TOOL_NAMES = ["exec", "read_file", "web_fetch"] as const;
 
@@ -17,9 +18,21 @@ const milliseconds = z.number().int();
 const positiveMilliseconds = z.number().int().positive();
 
 /** Per-tool overrides, keyed by tool name in `tools.overrides`. */
+const retrySchema = z.strictObject({
+  maxAttempts: z.number().int().min(1).max(100).optional(),
+  initialDelayMs: z.number().int().min(0).optional(),
+  multiplier: z.number().min(1).max(10).optional(),
+  maxDelayMs: z.number().int().min(0).optional(),
+  jitterRatio: z.number().min(0).max(1).optional(),
+  maxRetryTimeMs: z.number().int().min(0).optional(),
+  retryOnTimeout: z.boolean().optional(),
+});
+
 export const toolOverrideSchema = z.strictObject({
   timeoutMs: milliseconds.optional(),
   idleTimeoutMs: milliseconds.optional(),
+  /** Retry policy fields for this tool (DESIGN.md §5.4). */
+  retry: retrySchema.optional(),
 });
 
 export const configSchema = z.strictObject({
@@ -66,6 +79,25 @@ export const configSchema = z.strictObject({
   turns: z
     .strictObject({
       maxSteps: z.number().int().min(1).max(1000).default(25),
+      /** Per-turn limit (0 = none): then open calls are closed and one final inference answers. */
+      timeoutMs: z.number().int().min(0).default(DEFAULT_TURN_TIMEOUT_MS),
+      /** How long that final inference may take before the turn is aborted. */
+      finalAnswerTimeoutMs: positiveMilliseconds.default(30_000),
+      /** Deepest nesting of child turns started by `delegate`. */
+      maxDepth: z.number().int().min(0).max(10).default(3),
+    })
+    .prefault({}),
+  resilience: z
+    .strictObject({
+      /** Retry defaults for every tool; `tools.overrides.<tool>.retry` and the tool's own win. */
+      retry: retrySchema.prefault({}),
+      breaker: z
+        .strictObject({
+          failureThreshold: z.number().int().min(1).default(5),
+          openMs: positiveMilliseconds.default(30_000),
+          halfOpenSuccesses: z.number().int().min(1).default(2),
+        })
+        .prefault({}),
     })
     .prefault({}),
   stream: z

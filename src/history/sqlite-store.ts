@@ -22,7 +22,7 @@ import type {
   TurnRecord,
   TurnStatus,
 } from "./model.js";
-import type { HistoryStore, NewTurn, OpenCall, TurnOutcome } from "./store.js";
+import type { CloseOpenCall, HistoryStore, NewTurn, OpenCall, TurnOutcome } from "./store.js";
 
 type BlockRow = {
   session_id: string;
@@ -118,27 +118,18 @@ export class SqliteHistoryStore implements HistoryStore {
     }));
   }
 
-  endTurn(
-    turnId: string,
-    outcome: TurnOutcome,
-    closeOpen?: (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">,
-  ): ToolResponseBlock[] {
+  closeOpenCalls(turnId: string, make: CloseOpenCall): ToolResponseBlock[] {
+    return this.db.transaction(() => {
+      const turn = this.statements.selectTurn.get(turnId) as TurnRow | undefined;
+      return turn ? this.closeOpen(turn.session_id, turnId, make) : [];
+    })();
+  }
+
+  endTurn(turnId: string, outcome: TurnOutcome, closeOpen?: CloseOpenCall): ToolResponseBlock[] {
     return this.db.transaction(() => {
       const turn = this.statements.selectTurn.get(turnId) as TurnRow | undefined;
       if (!turn || turn.status !== "running") return [];
-      const closed: ToolResponseBlock[] = [];
-      if (closeOpen) {
-        for (const call of this.openCalls(turnId)) {
-          const response: ToolResponseBlock = {
-            kind: "tool_response",
-            role: "tool",
-            callId: call.callId,
-            name: call.name,
-            ...closeOpen(call),
-          };
-          if (this.insertResponse(turn.session_id, turnId, response)) closed.push(response);
-        }
-      }
+      const closed = closeOpen ? this.closeOpen(turn.session_id, turnId, closeOpen) : [];
       this.statements.finishTurn.run(
         outcome.status,
         outcome.stopReason ?? null,
@@ -149,6 +140,22 @@ export class SqliteHistoryStore implements HistoryStore {
       );
       return closed;
     })();
+  }
+
+  /** Writes a synthetic response for every open call of the turn (inside the caller's transaction). */
+  private closeOpen(sessionId: string, turnId: string, make: CloseOpenCall): ToolResponseBlock[] {
+    const closed: ToolResponseBlock[] = [];
+    for (const call of this.openCalls(turnId)) {
+      const response: ToolResponseBlock = {
+        kind: "tool_response",
+        role: "tool",
+        callId: call.callId,
+        name: call.name,
+        ...make(call),
+      };
+      if (this.insertResponse(sessionId, turnId, response)) closed.push(response);
+    }
+    return closed;
   }
 
   appendEvent(event: TurnEvent): void {

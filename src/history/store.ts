@@ -37,6 +37,9 @@ export type TurnOutcome = {
 /** A call stored without a response yet. */
 export type OpenCall = { callId: string; name: string };
 
+/** Makes the synthetic response that closes an open call. */
+export type CloseOpenCall = (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">;
+
 export interface HistoryStore {
   createSession(id: string, agentId: string): SessionRecord;
   getSession(id: string): SessionRecord | undefined;
@@ -52,11 +55,9 @@ export interface HistoryStore {
    * `closeOpen` makes (when given) and records the outcome. Returns the responses written; a turn
    * that is not running is left as it is.
    */
-  endTurn(
-    turnId: string,
-    outcome: TurnOutcome,
-    closeOpen?: (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">,
-  ): ToolResponseBlock[];
+  endTurn(turnId: string, outcome: TurnOutcome, closeOpen?: CloseOpenCall): ToolResponseBlock[];
+  /** Closes the turn's open calls with synthetic responses, in one transaction; the turn runs on. */
+  closeOpenCalls(turnId: string, make: CloseOpenCall): ToolResponseBlock[];
   appendEvent(event: TurnEvent): void;
   listEvents(turnId: string, afterSeq?: number): TurnEvent[];
   lastEventSeq(turnId: string): number;

@@ -9,6 +9,7 @@ import {
   eventsQuerySchema,
   lastEventIdSchema,
   sessionParamsSchema,
+  toolParamsSchema,
   startTurnBodySchema,
   turnParamsSchema,
 } from "./schemas.js";
@@ -42,7 +43,27 @@ export function apiRoutes(deps: RouteDeps): Hono {
 
   api.get("/turns/active", (context) => {
     parseWith(emptyQuerySchema, context.req.query(), "query");
-    return context.json({ turns: manager.getActiveTurnDetails() });
+    return context.json({ turns: manager.getActiveTurnDetails(), zombies: manager.getZombies() });
+  });
+
+  api.post("/turns/:id/tools/:toolId/abort", (context) => {
+    const { id, toolId } = parseWith(toolParamsSchema, context.req.param(), "params");
+    if (!manager.abortTool(id, toolId)) {
+      throw new HttpError(
+        404,
+        "tool_not_found",
+        "Tool call not found, not running, or its turn already completed",
+      );
+    }
+    return context.json({ ok: true, turnId: id, toolId });
+  });
+
+  api.get("/turns/:id/trace", (context) => {
+    const { id } = parseWith(turnParamsSchema, context.req.param(), "params");
+    parseWith(emptyQuerySchema, context.req.query(), "query");
+    const turn = store.getTurn(id);
+    if (!turn) throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
+    return context.json({ turnId: id, status: turn.status, entries: store.listTrace(id) });
   });
 
   api.post("/turns/:id/abort", (context) => {

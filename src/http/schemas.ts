@@ -19,6 +19,7 @@ export const startTurnBodySchema = z.strictObject({
 });
 
 export const turnParamsSchema = z.strictObject({ id: idSchema });
+export const toolParamsSchema = z.strictObject({ id: idSchema, toolId: idSchema });
 export const sessionParamsSchema = z.strictObject({ id: idSchema });
 
 /** `Last-Event-ID` header or `?lastEventId=` (for clients that cannot set headers): a sequence number. */

@@ -5,6 +5,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Decision } from "./decision.js";
 
+export type MetricSources = { activeTurns: () => number; zombies: () => number };
+
 const BREAKER_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
 export class Metrics {
@@ -24,9 +26,12 @@ export class Metrics {
   private readonly activeTurns: Gauge;
   private readonly turnDuration: Histogram<"outcome">;
   private readonly turnsEnded: Counter<"outcome">;
+  private sources: MetricSources | undefined;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
+    // Gauges of live state are read at scrape time from the sources given to `observe`.
+    const sources = () => this.sources;
     this.toolCalls = new Counter({
       name: "reins_tool_calls_total",
       help: "Tool calls by final status",
@@ -73,6 +78,10 @@ export class Metrics {
       name: "reins_zombie_tools",
       help: "Tools still running after their call was closed",
       registers,
+      collect() {
+        const source = sources();
+        if (source) this.set(source.zombies());
+      },
     });
     this.zombiesTotal = new Counter({
       name: "reins_zombies_total",
@@ -98,7 +107,15 @@ export class Metrics {
       labelNames: ["action"],
       registers,
     });
-    this.activeTurns = new Gauge({ name: "reins_active_turns", help: "Turns running now", registers });
+    this.activeTurns = new Gauge({
+      name: "reins_active_turns",
+      help: "Turns running now",
+      registers,
+      collect() {
+        const source = sources();
+        if (source) this.set(source.activeTurns());
+      },
+    });
     this.turnDuration = new Histogram({
       name: "reins_turn_duration_seconds",
       help: "Turn duration by outcome",
@@ -134,12 +151,7 @@ export class Metrics {
         this.timeouts.inc({ tool: decision.toolName, kind: decision.timeoutKind });
         break;
       case "zombie":
-        if (decision.state === "started") {
-          this.zombies.inc();
-          this.zombiesTotal.inc({ tool: decision.toolName });
-        } else {
-          this.zombies.dec();
-        }
+        if (decision.state === "started") this.zombiesTotal.inc({ tool: decision.toolName });
         break;
       case "fallback":
         this.fallbacks.inc({ tool: decision.toolName });
@@ -159,8 +171,9 @@ export class Metrics {
     this.toolCalls.inc({ tool: toolName, status });
   }
 
-  setActiveTurns(count: number): void {
-    this.activeTurns.set(count);
+  /** Gauges read at scrape time. */
+  observe(sources: MetricSources): void {
+    this.sources = sources;
   }
 
   turnEnded(outcome: string, durationMs: number): void {

@@ -13,6 +13,8 @@ export type ModelRequest = {
   /** The session's canonical history, this turn's user message and earlier steps included. */
   history: readonly HistoryBlock[];
   tools: readonly ToolSpec[];
+  /** `none`: the model must answer in text (the final inference after a turn deadline). */
+  toolChoice?: "auto" | "none";
 };
 
 export type ModelStopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "other";

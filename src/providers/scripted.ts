@@ -30,7 +30,8 @@ export class ScriptedModel implements ModelEngine {
       yield { type: "stop", reason: "end_turn" };
       return;
     }
-    if (!step) {
+    // With no step left, or told not to call tools, it answers from the results it has.
+    if (!step || request.toolChoice === "none") {
       const summary = results.map((block) => `${block.name}: ${block.result.slice(0, RESULT_PREVIEW_CHARS)}`);
       yield* streamWords(summary.join("\n") || "Done.", signal);
       yield { type: "stop", reason: "end_turn" };

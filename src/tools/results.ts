@@ -2,7 +2,7 @@
  * The exact wording of synthetic results. The model reads these, so each says what happened and what
  * it can do next; clients and tests match on their prefixes (`[TIMEOUT]`, `[CANCELLED]`, …).
  */
-import type { AbortReason, ToolTimeoutError } from "../errors.js";
+import { formatSeconds, type AbortReason, type ToolTimeoutError } from "../errors.js";
 
 const CANCEL_WORDING: Record<AbortReason, string> = {
   user: "Turn aborted by user.",
@@ -17,6 +17,34 @@ const CANCEL_WORDING: Record<AbortReason, string> = {
 
 export function cancelledResult(reason: AbortReason): string {
   return `[CANCELLED] ${CANCEL_WORDING[reason]}`;
+}
+
+export const TOOL_CANCELLED_RESULT = "[CANCELLED] Tool cancelled by user.";
+
+export function circuitOpenResult(toolName: string, retryAfterMs: number): string {
+  const when =
+    retryAfterMs > 0 ? `for about ${Math.ceil(retryAfterMs / 1000)}s more` : "until a probe call succeeds";
+  return `[CIRCUIT_OPEN] Tool "${toolName}" has failed repeatedly and is refusing calls ${when}. Use another tool or answer with what you have.`;
+}
+
+export function fallbackResult(primary: string, because: string, fallback: string, result: string): string {
+  return `[FALLBACK] Tool "${primary}" ${because}; "${fallback}" answered instead: ${result}`;
+}
+
+export function skippedResult(toolName: string, dependency: number, dependencyName: string): string {
+  return `[SKIPPED] Tool "${toolName}" was not run because call #${dependency} ("${dependencyName}") of this batch failed.`;
+}
+
+export function defaultResult(dependency: number, dependencyName: string, value: unknown): string {
+  return `[DEFAULT] Call #${dependency} ("${dependencyName}") of this batch failed, so this call was not run and answers with its declared default: ${stringifyToolOutput(value)}`;
+}
+
+export function loopWarning(repeats: number, stopAt: number): string {
+  return `[LOOP WARNING] This exact call (same tool, same input) has now been made ${repeats} times in this turn. Change approach: at ${stopAt} repeats the turn is stopped.`;
+}
+
+export function turnDeadlineResult(toolName: string, timeoutMs: number): string {
+  return `[TIMEOUT] Tool "${toolName}" was stopped: the turn reached its time limit of ${formatSeconds(timeoutMs)}s. Answer with the results you have.`;
 }
 
 export function interruptedResult(toolName: string): string {

@@ -1,29 +1,98 @@
 /**
- * The tool runner (DESIGN.md §5.1): runs one call under its wall-clock and idle deadlines, emits
- * progress, and guarantees the framework stops waiting the moment a deadline passes or the turn is
- * aborted — whether or not the tool honours its signal. `run` never rejects.
+ * The tool runner (DESIGN.md §5.1, §5.4): runs one call to an outcome. Each attempt runs under its
+ * wall-clock and idle deadlines with progress reports, and the framework stops waiting the moment a
+ * deadline passes or the call is cancelled — whether or not the tool honours its signal. Around the
+ * attempts: the tool's circuit breaker, classification of every failure, retries of transient ones
+ * with backoff, and the tool's fallback. Every decision goes to the DecisionRecorder. `run` never
+ * rejects.
  *
- * Timers are created here only, cleared when the call settles however it settles, and the abort
- * listener on the turn's signal is removed then too, so nothing outlives the call.
+ * Timers are created here only and cleared when an attempt settles however it settles; abort
+ * listeners are removed then too, so nothing outlives the call but a zombie tool, which is tracked.
  */
-import { TurnAbortedError, ToolTimeoutError, type AbortReason } from "../errors.js";
+import { ToolTimeoutError, TurnAbortedError, type AbortReason } from "../errors.js";
+import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observability/decision.js";
 import { resolveCall, type LimitSettings } from "./limits.js";
 import type { ToolRegistry } from "./registry.js";
-import { cancelledResult, errorResult, stringifyToolOutput, timeoutResult } from "./results.js";
-import type { ToolCallHooks, ToolCallRequest, ToolContext, ToolOutcome } from "./types.js";
+import { classifyError } from "./resilience/classify.js";
+import {
+  BreakerRegistry,
+  DEFAULT_BREAKER_SETTINGS,
+  type Admission,
+  type BreakerTransition,
+} from "./resilience/circuit-breaker.js";
+import {
+  abortableDelay,
+  decideRetry,
+  DEFAULT_RETRY_POLICY,
+  type RetryPolicy,
+} from "./resilience/retry-policy.js";
+import type { Classification } from "./resilience/tool-error.js";
+import {
+  cancelledResult,
+  circuitOpenResult,
+  errorResult,
+  fallbackResult,
+  stringifyToolOutput,
+  timeoutResult,
+  TOOL_CANCELLED_RESULT,
+} from "./results.js";
+import type {
+  ToolCallHooks,
+  ToolCallRequest,
+  ToolContext,
+  ToolDefinition,
+  ToolOutcome,
+  ToolServices,
+} from "./types.js";
 
-export type RunnerSettings = LimitSettings & { progressAfterMs: number; progressIntervalMs: number };
+export type RunnerSettings = LimitSettings & {
+  progressAfterMs: number;
+  progressIntervalMs: number;
+  /** Defaults for every tool; a tool's own `retry` overrides field by field. */
+  retry?: Partial<RetryPolicy>;
+};
 
-export type RunnerDeps = { now?: () => number; warn?: (message: string) => void };
+export type RunnerDeps = {
+  now?: () => number;
+  warn?: (message: string) => void;
+  breakers?: BreakerRegistry;
+  recorder?: DecisionRecorder;
+  /** Source of retry jitter, in [0, 1). */
+  random?: () => number;
+};
 
 /** The turn-level facts a call's context is made from. */
-export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "heartbeat"> & {
+export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "heartbeat" | "services"> & {
   signal: AbortSignal;
+  services?: ToolServices;
+  /** A per-call signal (cancel one tool); its abort cancels only that call. */
+  callSignal?: (callId: string) => AbortSignal | undefined;
+};
+
+/** How long a tool may keep running after its call closed before it counts as a zombie. */
+export const ZOMBIE_GRACE_MS = 1_000;
+
+type Partial_ = Omit<ToolOutcome, "durationMs" | "attempts">;
+type AttemptResult = Partial_ & { error?: unknown };
+
+/** Everything one call needs while it runs; built once per call. */
+type CallRun = {
+  call: ToolCallRequest;
+  tool: ToolDefinition;
+  input: unknown;
+  limits: { timeoutMs: number; idleTimeoutMs: number };
+  scope: CallScope;
+  callSignal: AbortSignal | undefined;
+  hooks: ToolCallHooks;
+  startedAt: number;
 };
 
 export class ToolRunner {
+  readonly breakers: BreakerRegistry;
   private readonly now: () => number;
   private readonly warn: (message: string) => void;
+  private readonly recorder: DecisionRecorder;
+  private readonly random: () => number;
 
   constructor(
     private readonly registry: ToolRegistry,
@@ -32,6 +101,9 @@ export class ToolRunner {
   ) {
     this.now = deps.now ?? Date.now;
     this.warn = deps.warn ?? (() => {});
+    this.recorder = deps.recorder ?? NO_DECISIONS;
+    this.random = deps.random ?? Math.random;
+    this.breakers = deps.breakers ?? new BreakerRegistry(DEFAULT_BREAKER_SETTINGS, this.now);
   }
 
   /** Runs `call` to an outcome: complete, error, timeout or cancelled. */
@@ -41,60 +113,216 @@ export class ToolRunner {
     const resolved = resolveCall(tool, call.input, this.settings);
     for (const warning of resolved.warnings) this.warn(`${call.name} (${call.callId}): ${warning}`);
     hooks.onStart?.(call, resolved.limits);
-    const finish = (outcome: Omit<ToolOutcome, "durationMs" | "attempts">): ToolOutcome => ({
+    const callSignal = scope.callSignal?.(call.callId);
+    const finish = (outcome: Partial_, attempts: number): ToolOutcome => ({
       ...outcome,
       durationMs: this.now() - startedAt,
-      attempts: outcome.status === "cancelled" ? 0 : 1,
+      attempts,
     });
 
-    if (scope.signal.aborted) return finish(cancelled(scope.signal));
+    if (scope.signal.aborted || callSignal?.aborted)
+      return finish(this.cancelled(call, scope.signal, callSignal), 0);
     if (!tool) {
-      return finish({
-        status: "error",
-        isError: true,
-        result: errorResult(call.name, `unknown tool "${call.name}".`),
+      this.decide(scope, call, {
+        kind: "classification",
+        classification: "permanent",
+        basis: "unknown tool",
+        error: call.name,
       });
+      return finish(failure(errorResult(call.name, `unknown tool "${call.name}".`), "permanent"), 0);
     }
     const parsed = tool.inputSchema.safeParse(resolved.input);
     if (!parsed.success) {
       const detail = parsed.error.issues.map(
         (issue) => `${issue.path.join(".") || "input"}: ${issue.message}`,
       );
-      return finish({
-        status: "error",
-        isError: true,
-        result: errorResult(call.name, `invalid input (${detail.join("; ")}).`),
+      const message = `invalid input (${detail.join("; ")}).`;
+      this.decide(scope, call, {
+        kind: "classification",
+        classification: "permanent",
+        basis: "schema validation failed",
+        error: message,
       });
+      return finish(failure(errorResult(call.name, message), "permanent"), 0);
     }
+    const run: CallRun = {
+      call,
+      tool,
+      input: parsed.data,
+      limits: resolved.limits,
+      scope,
+      callSignal,
+      hooks,
+      startedAt,
+    };
+    const { outcome, attempts } = await this.runWithResilience(run, true);
+    return finish(outcome, attempts);
+  }
 
-    return new Promise<ToolOutcome>((resolve) => {
+  /** Breaker, attempts, classification, retries and fallback for one call. */
+  private async runWithResilience(
+    run: CallRun,
+    allowFallback: boolean,
+  ): Promise<{ outcome: Partial_; attempts: number }> {
+    const { call, tool, scope } = run;
+    const policy: RetryPolicy = {
+      ...DEFAULT_RETRY_POLICY,
+      ...this.settings.retry,
+      ...tool.retry,
+      ...this.settings.overrides[tool.name]?.retry,
+    };
+    const breaker = this.breakers.get(tool.name);
+    const observe = (transition: BreakerTransition) =>
+      this.recorder.record(scope.turnId, { kind: "breaker_transition", callId: call.callId, ...transition });
+    let attempts = 0;
+
+    for (;;) {
+      const admission: Admission = breaker.admit(observe);
+      if (!admission.admitted) {
+        this.decide(scope, call, {
+          kind: "breaker_rejected",
+          state: admission.state,
+          retryAfterMs: admission.retryAfterMs,
+        });
+        const rejected = failure(circuitOpenResult(tool.name, admission.retryAfterMs), "transient");
+        return {
+          outcome: (allowFallback && (await this.fallback(run, "has its circuit open"))) || rejected,
+          attempts,
+        };
+      }
+      attempts++;
+      const attempt = await this.attempt(run);
+      if (attempt.status === "complete") {
+        admission.release("success");
+        if (attempts > 1) this.decide(scope, call, { kind: "retry_succeeded", attempts });
+        return { outcome: attempt, attempts };
+      }
+      if (attempt.status === "cancelled") {
+        admission.release("ignored");
+        return { outcome: attempt, attempts };
+      }
+
+      const { classification, basis } =
+        attempt.status === "timeout"
+          ? { classification: "transient" as const, basis: `timeout (${attempt.timeout?.kind ?? "total"})` }
+          : classifyError(attempt.error, tool.classifyError);
+      const message = errorMessage(attempt.error) ?? attempt.result;
+      this.decide(scope, call, { kind: "classification", classification, basis, error: message });
+      admission.release(classification === "transient" ? "failure" : "ignored");
+      const failed: Partial_ = {
+        status: attempt.status,
+        result: attempt.result,
+        isError: true,
+        classification,
+        ...(attempt.timeout ? { timeout: attempt.timeout } : {}),
+      };
+
+      if (classification === "permanent") {
+        return {
+          outcome: (allowFallback && (await this.fallback(run, "failed permanently"))) || failed,
+          attempts,
+        };
+      }
+      const decision =
+        attempt.status === "timeout" && !policy.retryOnTimeout
+          ? { retry: false as const, reason: "timeouts are not retried" }
+          : decideRetry(policy, attempts, this.now() - run.startedAt, this.random);
+      if (!decision.retry) {
+        this.decide(scope, call, { kind: "retry_stopped", attempts, reason: decision.reason });
+        const circuitOpen = breaker.state !== "closed";
+        const fallback =
+          allowFallback && circuitOpen
+            ? await this.fallback(run, "failed and its circuit opened")
+            : undefined;
+        return { outcome: fallback || failed, attempts };
+      }
+      this.decide(scope, call, {
+        kind: "retry",
+        attempt: attempts + 1,
+        delayMs: decision.delayMs,
+        error: message,
+        classification,
+      });
+      run.hooks.onRetry?.(call, {
+        attempt: attempts + 1,
+        delayMs: decision.delayMs,
+        error: message,
+        classification,
+      });
+      if (!(await abortableDelay(decision.delayMs, [scope.signal, run.callSignal]))) {
+        return { outcome: this.cancelled(call, scope.signal, run.callSignal), attempts };
+      }
+    }
+  }
+
+  /** Runs the tool's fallback with the same input; undefined when it has none that can run. */
+  private async fallback(run: CallRun, because: string): Promise<Partial_ | undefined> {
+    const name = run.tool.fallback;
+    const fallbackTool = name === undefined ? undefined : this.registry.get(name);
+    if (!fallbackTool || fallbackTool.name === run.tool.name) return undefined;
+    const parsed = fallbackTool.inputSchema.safeParse(run.input);
+    if (!parsed.success) {
+      this.warn(`fallback "${fallbackTool.name}" of "${run.tool.name}" does not accept its input; not used`);
+      return undefined;
+    }
+    this.decide(run.scope, run.call, { kind: "fallback", fallback: fallbackTool.name, because });
+    const { outcome } = await this.runWithResilience(
+      { ...run, tool: fallbackTool, input: parsed.data },
+      false,
+    );
+    if (outcome.status === "cancelled") return outcome;
+    return { ...outcome, result: fallbackResult(run.tool.name, because, fallbackTool.name, outcome.result) };
+  }
+
+  /** One attempt under the call's deadlines; settles at the first of completion, expiry or cancel. */
+  private attempt(run: CallRun): Promise<AttemptResult> {
+    const { call, tool, scope, hooks, callSignal } = run;
+    const { timeoutMs, idleTimeoutMs } = run.limits;
+    return new Promise<AttemptResult>((resolve) => {
       const controller = new AbortController();
-      const { timeoutMs, idleTimeoutMs } = resolved.limits;
       let settled = false;
+      let toolRunning = false;
       let lastMessage: string | null = null;
       let totalTimer: NodeJS.Timeout | undefined;
       let idleTimer: NodeJS.Timeout | undefined;
       let progressTimer: NodeJS.Timeout | undefined;
 
-      const settle = (outcome: Omit<ToolOutcome, "durationMs" | "attempts">) => {
+      let zombieTimer: NodeJS.Timeout | undefined;
+      let zombie = false;
+
+      /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
+      const settle = (result: AttemptResult, fromTool = false) => {
         if (settled) return;
         settled = true;
         clearTimeout(totalTimer);
         clearTimeout(idleTimer);
         clearTimeout(progressTimer);
-        scope.signal.removeEventListener("abort", onTurnAbort);
-        resolve(finish(outcome));
+        scope.signal.removeEventListener("abort", onCancel);
+        callSignal?.removeEventListener("abort", onCancel);
+        if (toolRunning && !fromTool) {
+          // A cooperative tool settles right after its signal aborts; one still running after the
+          // grace period ignored it and is tracked as a zombie until it settles (DESIGN.md §5.2).
+          zombieTimer = setTimeout(() => {
+            zombie = true;
+            this.decide(scope, call, { kind: "zombie", state: "started" });
+            hooks.onZombie?.(call, "started");
+          }, ZOMBIE_GRACE_MS);
+          zombieTimer.unref();
+        }
+        resolve(result);
       };
       const expire = (kind: "total" | "idle", limitMs: number) => {
         if (settled) return;
         const error = new ToolTimeoutError(call.name, limitMs, kind);
         controller.abort(error);
+        this.decide(scope, call, { kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
         hooks.onTimeout?.(call, { kind, timeoutMs: limitMs });
         settle({
           status: "timeout",
           isError: true,
           result: timeoutResult(error),
           timeout: { kind, timeoutMs: limitMs },
+          error,
         });
       };
       const armIdle = () => {
@@ -105,16 +333,18 @@ export class ToolRunner {
       const reportProgress = (delayMs: number) => {
         progressTimer = setTimeout(() => {
           if (settled) return;
-          hooks.onProgress?.(call, { elapsedMs: this.now() - startedAt, message: lastMessage });
+          hooks.onProgress?.(call, { elapsedMs: this.now() - run.startedAt, message: lastMessage });
           reportProgress(this.settings.progressIntervalMs);
         }, delayMs);
       };
-      function onTurnAbort() {
-        controller.abort(scope.signal.reason);
-        settle(cancelled(scope.signal));
-      }
+      const onCancel = () => {
+        const reason = callSignal?.aborted && !scope.signal.aborted ? callSignal.reason : scope.signal.reason;
+        controller.abort(reason);
+        settle(this.cancelled(call, scope.signal, callSignal));
+      };
 
-      scope.signal.addEventListener("abort", onTurnAbort, { once: true });
+      scope.signal.addEventListener("abort", onCancel, { once: true });
+      callSignal?.addEventListener("abort", onCancel, { once: true });
       if (timeoutMs > 0) totalTimer = setTimeout(() => expire("total", timeoutMs), timeoutMs);
       armIdle();
       reportProgress(this.settings.progressAfterMs);
@@ -129,31 +359,74 @@ export class ToolRunner {
         allowedRoots: scope.allowedRoots,
         depth: scope.depth,
         signal: controller.signal,
+        services: scope.services,
         heartbeat: (message?: string) => {
           if (settled) return;
           if (message !== undefined) lastMessage = message;
           armIdle();
         },
       };
-      // Deferred to a microtask so a tool that throws synchronously is handled like one that rejects.
-      // A call cancelled in the tick it started never reaches the tool.
+      // Deferred to a microtask so a tool that throws synchronously is handled like one that rejects;
+      // a call cancelled in the tick it started never reaches the tool.
       Promise.resolve()
-        .then(() => (settled ? undefined : tool.execute(parsed.data, context)))
+        .then(() => {
+          if (settled) return undefined;
+          toolRunning = true;
+          return tool.execute(run.input, context);
+        })
         .then(
-          (value) => settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }),
+          (value) => settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }, true),
           (error: unknown) =>
-            settle({
-              status: "error",
-              isError: true,
-              result: errorResult(call.name, error instanceof Error ? error.message : String(error)),
-            }),
-        );
+            settle(
+              {
+                status: "error",
+                isError: true,
+                result: errorResult(call.name, errorMessage(error) ?? String(error)),
+                error,
+              },
+              true,
+            ),
+        )
+        .finally(() => {
+          toolRunning = false;
+          clearTimeout(zombieTimer);
+          // A zombie has settled at last; its late result was dropped above (the attempt had ended).
+          if (zombie) {
+            this.decide(scope, call, { kind: "zombie", state: "settled" });
+            hooks.onZombie?.(call, "settled");
+          }
+        });
     });
+  }
+
+  private cancelled(
+    call: ToolCallRequest,
+    turnSignal: AbortSignal,
+    callSignal: AbortSignal | undefined,
+  ): Partial_ {
+    if (callSignal?.aborted && !turnSignal.aborted) {
+      return { status: "cancelled", isError: true, result: TOOL_CANCELLED_RESULT };
+    }
+    return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(turnSignal)) };
+  }
+
+  private decide(
+    scope: CallScope,
+    call: ToolCallRequest,
+    decision: DistributiveOmit<Decision, "callId" | "toolName">,
+  ): void {
+    this.recorder.record(scope.turnId, { ...decision, callId: call.callId, toolName: call.name } as Decision);
   }
 }
 
-function cancelled(signal: AbortSignal): Omit<ToolOutcome, "durationMs" | "attempts"> {
-  return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(signal)) };
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+function failure(result: string, classification: Classification): Partial_ {
+  return { status: "error", isError: true, result, classification };
+}
+
+function errorMessage(error: unknown): string | undefined {
+  return error instanceof Error ? error.message : error === undefined ? undefined : String(error);
 }
 
 /** The reason recorded on a turn's signal; an abort without a `TurnAbortedError` counts as the user's. */

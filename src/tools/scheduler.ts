@@ -1,20 +1,28 @@
 /**
- * The batch scheduler (DESIGN.md §5.3): all calls of one model response are one batch. `parallel`
- * tools run concurrently up to `maxParallelTools`; an `exclusive` tool waits for everything before
- * it, runs alone, and holds back everything after it. Results are reported as each call finishes and
- * returned in call order; one slow or failing call never loses the others.
+ * The batch scheduler (DESIGN.md §5.3, §5.4): all calls of one model response are one batch.
+ * `parallel` tools run concurrently up to `maxParallelTools`; an `exclusive` tool waits for everything
+ * before it, runs alone, and holds back everything after it. A call may depend on earlier calls of the
+ * batch (`_meta.dependsOn: [index, …]`): it waits for them without holding a slot, so independent calls
+ * are never held back; when one fails it is skipped, or answers with its `_meta.default`. Results are
+ * reported as each call finishes and returned in call order; one slow or failing call never loses the
+ * others.
  */
+import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
+import { defaultResult, errorResult, skippedResult } from "./results.js";
 import type { CallScope, ToolRunner } from "./runner.js";
 import type { ToolRegistry } from "./registry.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome } from "./types.js";
 
 export type SchedulerSettings = { maxParallelTools: number };
 
+type Dependencies = { indexes: number[]; defaultValue?: { value: unknown }; problem?: string };
+
 export class ToolScheduler {
   constructor(
     private readonly runner: ToolRunner,
     private readonly registry: ToolRegistry,
     private readonly settings: SchedulerSettings,
+    private readonly recorder: DecisionRecorder = NO_DECISIONS,
   ) {}
 
   async runBatch(
@@ -23,22 +31,135 @@ export class ToolScheduler {
     hooks: ToolCallHooks = {},
   ): Promise<ToolOutcome[]> {
     const outcomes: ToolOutcome[] = new Array<ToolOutcome>(calls.length);
-    const running = new Set<Promise<void>>();
+    const tasks: Promise<ToolOutcome>[] = [];
+    const slots = new Semaphore(this.settings.maxParallelTools);
 
     for (const [index, call] of calls.entries()) {
       const exclusive = this.registry.get(call.name)?.concurrency === "exclusive";
-      if (exclusive) await Promise.all(running);
-      while (running.size >= this.settings.maxParallelTools) await Promise.race(running);
-
-      const task: Promise<void> = this.runner.run(call, scope, hooks).then((outcome) => {
-        outcomes[index] = outcome;
-        running.delete(task);
-        hooks.onResult?.(call, outcome, index);
-      });
-      running.add(task);
+      if (exclusive) await Promise.all(tasks);
+      const task = this.runOne(call, index, calls, tasks, scope, hooks, exclusive ? undefined : slots).then(
+        (outcome) => {
+          outcomes[index] = outcome;
+          hooks.onResult?.(call, outcome, index);
+          return outcome;
+        },
+      );
+      tasks.push(task);
       if (exclusive) await task;
     }
-    await Promise.all(running);
+    await Promise.all(tasks);
     return outcomes;
+  }
+
+  private async runOne(
+    call: ToolCallRequest,
+    index: number,
+    calls: readonly ToolCallRequest[],
+    earlier: readonly Promise<ToolOutcome>[],
+    scope: CallScope,
+    hooks: ToolCallHooks,
+    slots: Semaphore | undefined,
+  ): Promise<ToolOutcome> {
+    const dependencies = readDependencies(call, index);
+    if (dependencies.problem) {
+      hooks.onStart?.(call, { timeoutMs: 0, idleTimeoutMs: 0 });
+      return {
+        status: "error",
+        isError: true,
+        result: errorResult(call.name, dependencies.problem),
+        durationMs: 0,
+        attempts: 0,
+        classification: "permanent",
+      };
+    }
+    if (dependencies.indexes.length > 0) {
+      const results = await Promise.all(dependencies.indexes.map((dependency) => earlier[dependency]));
+      const failed = dependencies.indexes.find((_, position) => results[position]?.isError);
+      if (failed !== undefined && !scope.signal.aborted)
+        return this.skip(call, failed, calls, dependencies, scope, hooks);
+    }
+    const release = slots ? await slots.acquire() : () => {};
+    try {
+      return await this.runner.run(call, scope, hooks);
+    } finally {
+      release();
+    }
+  }
+
+  private skip(
+    call: ToolCallRequest,
+    dependency: number,
+    calls: readonly ToolCallRequest[],
+    dependencies: Dependencies,
+    scope: CallScope,
+    hooks: ToolCallHooks,
+  ): ToolOutcome {
+    const dependencyName = calls[dependency]?.name ?? "?";
+    const usedDefault = dependencies.defaultValue !== undefined;
+    this.recorder.record(scope.turnId, {
+      kind: "skipped",
+      callId: call.callId,
+      toolName: call.name,
+      dependency,
+      usedDefault,
+    });
+    hooks.onStart?.(call, { timeoutMs: 0, idleTimeoutMs: 0 });
+    return usedDefault
+      ? {
+          status: "complete",
+          isError: false,
+          result: defaultResult(dependency, dependencyName, dependencies.defaultValue?.value),
+          durationMs: 0,
+          attempts: 0,
+        }
+      : {
+          status: "error",
+          isError: true,
+          result: skippedResult(call.name, dependency, dependencyName),
+          durationMs: 0,
+          attempts: 0,
+        };
+  }
+}
+
+/** Reads `_meta.dependsOn` (indexes of earlier calls) and `_meta.default`. */
+function readDependencies(call: ToolCallRequest, index: number): Dependencies {
+  const meta = call.input._meta;
+  if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return { indexes: [] };
+  const { dependsOn, default: defaultValue } = meta as Record<string, unknown>;
+  const withDefault = defaultValue === undefined ? {} : { defaultValue: { value: defaultValue } };
+  if (dependsOn === undefined) return { indexes: [], ...withDefault };
+  const valid =
+    Array.isArray(dependsOn) &&
+    dependsOn.every((item) => Number.isInteger(item) && (item as number) >= 0 && (item as number) < index);
+  if (!valid) {
+    return {
+      indexes: [],
+      problem: `_meta.dependsOn must list indexes of earlier calls of this batch (0 to ${index - 1}); got ${JSON.stringify(dependsOn)}.`,
+    };
+  }
+  return { indexes: [...new Set(dependsOn as number[])], ...withDefault };
+}
+
+/** A FIFO counting semaphore: calls take their slots in call order. */
+class Semaphore {
+  private readonly waiting: (() => void)[] = [];
+  private available: number;
+
+  constructor(size: number) {
+    this.available = size;
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.available > 0) this.available--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.available++;
+    };
   }
 }

@@ -3,6 +3,9 @@
  * framework reports back (`ToolOutcome`).
  */
 import type { z } from "zod";
+import type { Classifier } from "./resilience/classify.js";
+import type { RetryPolicy } from "./resilience/retry-policy.js";
+import type { Classification } from "./resilience/tool-error.js";
 
 export type ToolConcurrency = "parallel" | "exclusive";
 
@@ -22,6 +25,31 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   /** Reports progress: re-arms the idle deadline and becomes the message of `tool_progress`. */
   heartbeat(message?: string): void;
+  /** What the framework offers tools beyond their input (session status, child turns), if anything. */
+  readonly services?: ToolServices;
+}
+
+/** A snapshot of the session for the `session_status` tool (DESIGN.md §5.4, agent awareness). */
+export type SessionStatus = {
+  turnId: string;
+  toolCallCount: number;
+  elapsedMs: number;
+  /** Calls of this session that timed out or were cancelled. */
+  timedOut: { callId: string; toolName: string; turnId: string }[];
+  cancelled: { callId: string; toolName: string; turnId: string }[];
+  openCircuits: string[];
+};
+
+export type ChildTurnResult = { turnId: string; text: string; stopReason: string };
+
+export interface ToolServices {
+  sessionStatus(): SessionStatus;
+  /** Runs a turn for another agent inside this call; aborting `signal` aborts it (reason `parent`). */
+  runChildTurn(
+    request: { agentId: string; message: string },
+    signal: AbortSignal,
+    onEvent?: (type: string) => void,
+  ): Promise<ChildTurnResult>;
 }
 
 export interface ToolDefinition<Input = unknown> {
@@ -33,6 +61,12 @@ export interface ToolDefinition<Input = unknown> {
   readonly timeoutMs?: number;
   /** No-progress limit for this tool (ms, 0 = none). */
   readonly idleTimeoutMs?: number;
+  /** Overrides of the default retry policy for this tool. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** Classifies this tool's errors before the built-in rules; return undefined to defer to them. */
+  readonly classifyError?: Classifier;
+  /** A tool tried with the same input when this one fails permanently or its circuit is open. */
+  readonly fallback?: string;
   /** Returns a string (given to the model as is) or a value (given as JSON). */
   execute(input: Input, context: ToolContext): Promise<unknown>;
 }
@@ -50,6 +84,8 @@ export type ToolOutcome = {
   durationMs: number;
   attempts: number;
   timeout?: { kind: "total" | "idle"; timeoutMs: number };
+  /** How the final failure was classified, for failed calls. */
+  classification?: Classification;
 };
 
 /** Observers of one call's life; the loop turns them into events. All optional, all synchronous. */
@@ -58,4 +94,10 @@ export type ToolCallHooks = {
   onProgress?(call: ToolCallRequest, progress: { elapsedMs: number; message: string | null }): void;
   onTimeout?(call: ToolCallRequest, timeout: { kind: "total" | "idle"; timeoutMs: number }): void;
   onResult?(call: ToolCallRequest, outcome: ToolOutcome, index: number): void;
+  onRetry?(
+    call: ToolCallRequest,
+    retry: { attempt: number; delayMs: number; error: string; classification: Classification },
+  ): void;
+  /** A tool still running after its call was closed (`started`), and when it finally settles. */
+  onZombie?(call: ToolCallRequest, state: "started" | "settled"): void;
 };

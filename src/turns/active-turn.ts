@@ -11,7 +11,13 @@ export type RunningTool = { toolName: string; startedAt: number };
 
 export class ActiveTurn {
   readonly controller = new AbortController();
+  /** Aborted with the turn, and also at its deadline (after which one final inference runs). */
+  readonly workController = new AbortController();
   readonly runningTools = new Map<string, RunningTool>();
+  /** One per call of the running batch, for cancelling a single tool. */
+  readonly callControllers = new Map<string, AbortController>();
+  readonly childTurnIds = new Set<string>();
+  deadlineTimer: NodeJS.Timeout | undefined;
   /** Set once the terminal event is out; guards every path that ends a turn. */
   finished = false;
   subscriberCount = 0;
@@ -28,10 +34,12 @@ export class ActiveTurn {
     readonly startedAt: number,
     readonly bus: TurnEventBus,
     readonly logger: Logger,
+    readonly parentTurnId: string | null = null,
+    readonly depth = 0,
   ) {
     // Every call of a batch listens on the turn's signal (and removes its listener when it settles);
     // a batch of more than ten is normal, not a leak.
-    setMaxListeners(0, this.controller.signal);
+    setMaxListeners(0, this.controller.signal, this.workController.signal);
   }
 
   get signal(): AbortSignal {

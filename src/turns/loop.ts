@@ -10,7 +10,11 @@ import type { HistoryStore } from "../history/store.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { ToolScheduler } from "../tools/scheduler.js";
-import type { ToolCallHooks, ToolCallRequest, ToolOutcome } from "../tools/types.js";
+import type { ToolCallHooks, ToolCallRequest, ToolOutcome, ToolServices } from "../tools/types.js";
+import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
+import type { AbortReason } from "../errors.js";
+import { loopWarning } from "../tools/results.js";
+import { DEFAULT_LOOP_DETECTOR, LoopDetector, type LoopDetectorSettings } from "./loop-detector.js";
 
 export type LoopPhase = "pre_inference" | "post_inference" | "post_tools";
 
@@ -34,6 +38,10 @@ export type LoopOptions = {
   snapshot?: (snapshot: LoopSnapshot) => void;
   /** Told about late results of calls already closed (zombies); they are never stored. */
   onDiscardedResult?: (call: ToolCallRequest, outcome: ToolOutcome) => void;
+  /** Told about every call's stored outcome (for metrics). */
+  onCallEnded?: (call: ToolCallRequest, outcome: ToolOutcome) => void;
+  recorder?: DecisionRecorder;
+  loopDetector?: LoopDetectorSettings;
 };
 
 /** What one turn gives the loop. */
@@ -50,11 +58,23 @@ export type LoopTurn = {
   depth?: number;
   /** Calls running now, for `/api/turns/active`. */
   runningTools?: Map<string, { toolName: string; startedAt: number }>;
+  /**
+   * The signal of the turn's work (inference, tools): aborted with the turn, and also when the turn's
+   * deadline passes, after which the loop makes one final inference under `signal` alone.
+   */
+  workSignal?: AbortSignal;
+  /** One controller per call of the running batch, so a single call can be cancelled. */
+  callControllers?: Map<string, AbortController>;
+  services?: ToolServices;
+  /** Asks the owner of the turn to abort it (the loop never ends a turn itself). */
+  requestAbort?: (reason: AbortReason) => void;
+  onZombie?: (call: ToolCallRequest, state: "started" | "settled") => void;
   now?: () => number;
 };
 
+/** Why the loop stopped; `timeout` means the turn's deadline passed and the final answer was given. */
 export type LoopStopReason =
-  "end_turn" | "max_steps" | "aborted" | Exclude<ModelStopReason, "tool_use" | "end_turn">;
+  "end_turn" | "max_steps" | "aborted" | "timeout" | Exclude<ModelStopReason, "tool_use" | "end_turn">;
 
 export type LoopResult = { stopReason: LoopStopReason; toolCallCount: number; steps: number };
 
@@ -63,49 +83,107 @@ export class ToolCallingLoop {
 
   async run(turn: LoopTurn): Promise<LoopResult> {
     const { store, maxSteps } = this.options;
+    const work = turn.workSignal ?? turn.signal;
+    const detector = new LoopDetector(this.options.loopDetector ?? DEFAULT_LOOP_DETECTOR);
     let toolCallCount = 0;
+    const result = (stopReason: LoopStopReason, steps: number): LoopResult => ({
+      stopReason,
+      toolCallCount,
+      steps,
+    });
+
     for (let step = 0; step < maxSteps; step++) {
       this.snap(turn, "pre_inference", step, toolCallCount, [], []);
-      if (turn.signal.aborted) return { stopReason: "aborted", toolCallCount, steps: step };
+      if (turn.signal.aborted) return result("aborted", step);
+      if (work.aborted) return result(await this.finalAnswer(turn), step + 1);
 
-      const inference = await this.infer(turn);
-      if (turn.signal.aborted) return { stopReason: "aborted", toolCallCount, steps: step + 1 };
+      const inference = await this.infer(turn, work, "auto");
+      if (turn.signal.aborted) return result("aborted", step + 1);
+      if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
       if (inference.blocks.length > 0) store.appendAssistant(turn.sessionId, turn.turnId, inference.blocks);
       const calls = inference.calls.map(({ callId, name, input }) => ({ callId, name, input }));
       toolCallCount += calls.length;
       this.snap(turn, "post_inference", step, toolCallCount, calls, []);
       if (calls.length === 0) {
         const stopReason = inference.stopReason === "tool_use" ? "end_turn" : inference.stopReason;
-        return { stopReason, toolCallCount, steps: step + 1 };
+        return result(stopReason, step + 1);
       }
 
-      const outcomes = await this.options.scheduler.runBatch(
-        calls,
-        {
-          turnId: turn.turnId,
-          sessionId: turn.sessionId,
-          agentId: turn.agentId,
-          workspace: turn.workspace,
-          allowedRoots: turn.allowedRoots ?? [],
-          depth: turn.depth ?? 0,
-          signal: turn.signal,
-        },
-        this.hooksFor(turn),
-      );
+      const warnings = this.detectLoops(turn, detector, calls);
+      if (warnings === "stop") return result("aborted", step + 1);
+      for (const call of calls) turn.callControllers?.set(call.callId, new AbortController());
+      const outcomes = await this.options.scheduler
+        .runBatch(
+          calls,
+          {
+            turnId: turn.turnId,
+            sessionId: turn.sessionId,
+            agentId: turn.agentId,
+            workspace: turn.workspace,
+            allowedRoots: turn.allowedRoots ?? [],
+            depth: turn.depth ?? 0,
+            signal: work,
+            services: turn.services,
+            callSignal: (callId) => turn.callControllers?.get(callId)?.signal,
+          },
+          this.hooksFor(turn, warnings),
+        )
+        .finally(() => {
+          for (const call of calls) turn.callControllers?.delete(call.callId);
+        });
       this.snap(turn, "post_tools", step, toolCallCount, calls, outcomes);
-      if (turn.signal.aborted) return { stopReason: "aborted", toolCallCount, steps: step + 1 };
+      if (turn.signal.aborted) return result("aborted", step + 1);
+      if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
     }
-    return { stopReason: "max_steps", toolCallCount, steps: maxSteps };
+    return result("max_steps", maxSteps);
+  }
+
+  /**
+   * Watches for repeated calls: a call seen `warnAt` times gets a warning appended to its result; one
+   * seen `stopAt` times stops the turn. Returns the warnings by call id, or "stop".
+   */
+  private detectLoops(turn: LoopTurn, detector: LoopDetector, calls: readonly ToolCallRequest[]) {
+    const recorder = this.options.recorder ?? NO_DECISIONS;
+    const stopAt = (this.options.loopDetector ?? DEFAULT_LOOP_DETECTOR).stopAt;
+    const warnings = new Map<string, string>();
+    for (const call of calls) {
+      const verdict = detector.observe(call.name, call.input);
+      if (verdict.action === "none") continue;
+      recorder.record(turn.turnId, {
+        kind: "loop",
+        callId: call.callId,
+        toolName: call.name,
+        repeats: verdict.repeats,
+        action: verdict.action,
+      });
+      if (verdict.action === "stop") {
+        turn.requestAbort?.("loop");
+        return "stop" as const;
+      }
+      warnings.set(call.callId, loopWarning(verdict.repeats, stopAt));
+    }
+    return warnings;
+  }
+
+  /** After the turn's deadline: one inference without tools, to answer with what the model has. */
+  private async finalAnswer(turn: LoopTurn): Promise<LoopStopReason> {
+    if (turn.signal.aborted) return "aborted";
+    const inference = await this.infer(turn, turn.signal, "none");
+    if (turn.signal.aborted) return "aborted";
+    const text = inference.blocks.filter((block) => block.kind !== "tool_call");
+    if (text.length > 0) this.options.store.appendAssistant(turn.sessionId, turn.turnId, text);
+    return "timeout";
   }
 
   /** Streams one inference, emitting deltas; returns the assistant message as canonical blocks. */
-  private async infer(turn: LoopTurn) {
+  private async infer(turn: LoopTurn, signal: AbortSignal, toolChoice: "auto" | "none") {
     const request = {
       turnId: turn.turnId,
       sessionId: turn.sessionId,
       model: turn.model,
       history: this.options.store.getHistory(turn.sessionId),
-      tools: this.options.registry.specs(),
+      tools: toolChoice === "none" ? [] : this.options.registry.specs(),
+      toolChoice,
     };
     const blocks: BlockContent[] = [];
     const calls: ToolCallBlock[] = [];
@@ -121,8 +199,8 @@ export class ToolCallingLoop {
       thinking = undefined;
     };
     try {
-      for await (const event of turn.engine.stream(request, turn.signal)) {
-        if (turn.signal.aborted) break;
+      for await (const event of turn.engine.stream(request, signal)) {
+        if (signal.aborted) break;
         switch (event.type) {
           case "text_delta":
             flushThinking();
@@ -155,8 +233,8 @@ export class ToolCallingLoop {
         }
       }
     } catch (error) {
-      // An engine interrupted by the turn's own abort is not a model failure.
-      if (!turn.signal.aborted) throw error;
+      // An engine interrupted by the turn's own abort (or deadline) is not a model failure.
+      if (!signal.aborted) throw error;
     }
     flushThinking();
     flushText();
@@ -164,7 +242,7 @@ export class ToolCallingLoop {
     return { blocks, calls, stopReason };
   }
 
-  private hooksFor(turn: LoopTurn): ToolCallHooks {
+  private hooksFor(turn: LoopTurn, warnings: ReadonlyMap<string, string>): ToolCallHooks {
     const now = turn.now ?? Date.now;
     const { store } = this.options;
     return {
@@ -190,15 +268,20 @@ export class ToolCallingLoop {
         }),
       onTimeout: (call, timeout) =>
         turn.emit({ type: "tool_timeout", toolId: call.callId, toolName: call.name, ...timeout }),
+      onRetry: (call, retry) =>
+        turn.emit({ type: "tool_retry", toolId: call.callId, toolName: call.name, ...retry }),
+      onZombie: (call, state) => turn.onZombie?.(call, state),
       onResult: (call, outcome) => {
         turn.runningTools?.delete(call.callId);
+        const warning = warnings.get(call.callId);
+        const result = warning ? `${outcome.result}\n\n${warning}` : outcome.result;
         const response: ToolResponseBlock = {
           kind: "tool_response",
           role: "tool",
           callId: call.callId,
           name: call.name,
           status: outcome.status,
-          result: outcome.result,
+          result,
           isError: outcome.isError,
         };
         // A call already closed (by an abort) keeps its first result; this late one is discarded.
@@ -206,11 +289,12 @@ export class ToolCallingLoop {
           this.options.onDiscardedResult?.(call, outcome);
           return;
         }
+        this.options.onCallEnded?.(call, outcome);
         turn.emit({
           type: "tool_result",
           toolId: call.callId,
           toolName: call.name,
-          result: outcome.result.slice(0, EVENT_RESULT_MAX_CHARS),
+          result: result.slice(0, EVENT_RESULT_MAX_CHARS),
           isError: outcome.isError,
           status: outcome.status,
           durationMs: outcome.durationMs,

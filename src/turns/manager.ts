@@ -1,21 +1,27 @@
 /**
  * The TurnManager: the registry of active turns. It starts turns (session, history, event bus, one
  * AbortController each), drives the loop, and is the only place a turn ends — completion, abort,
- * error or disconnect all go through `finish`, which runs once per turn.
+ * error, disconnect, shutdown or a parent's abort all go through `finish…`, which runs once per turn.
  *
  * An abort is finished synchronously: open calls get their `[CANCELLED] …` results in the same
- * transaction that marks the turn aborted, `tool_result` and `turn_abort` go out, and only then is the
- * signal aborted, so whatever the tools do afterwards can only produce discarded late results.
+ * transaction that marks the turn aborted, `tool_result` and `turn_abort` go out, and only then are the
+ * signals aborted, so whatever the tools do afterwards can only produce discarded late results. The
+ * turn's deadline is graceful instead: open calls are closed with timeout results and the loop gets one
+ * final inference to answer with what it has.
  */
 import type { Logger } from "pino";
 import { ModelError, ReinsError, TurnAbortedError, type AbortReason } from "../errors.js";
 import { EVENT_RESULT_MAX_CHARS, type EventBody, type TurnEvent } from "../events.js";
+import type { ToolResponseBlock } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
+import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observability/decision.js";
 import type { ModelEngine } from "../providers/engine.js";
-import { cancelledResult } from "../tools/results.js";
+import { cancelledResult, turnDeadlineResult } from "../tools/results.js";
 import { ActiveTurn } from "./active-turn.js";
 import { TurnEventBus } from "./event-bus.js";
 import type { LoopResult, ToolCallingLoop } from "./loop.js";
+import { turnServices } from "./turn-services.js";
+import { ZombieRegistry, type Zombie } from "./zombie-registry.js";
 
 export type StartTurnRequest = {
   message: string;
@@ -34,6 +40,10 @@ export type ActiveTurnDetails = {
   runningTools: { toolId: string; toolName: string; elapsedMs: number }[];
   toolCallCount: number;
   paused: boolean;
+  parentTurnId: string | null;
+  childTurnIds: string[];
+  depth: number;
+  zombies: { toolId: string; toolName: string; elapsedMs: number }[];
 };
 
 export type TurnManagerSettings = {
@@ -41,6 +51,15 @@ export type TurnManagerSettings = {
   defaultAgentId: string;
   onDisconnect: "abort" | "continue";
   disconnectGraceMs: number;
+  /** Per-turn limit (0 = none); then running calls are closed and one final inference answers. */
+  turnTimeoutMs: number;
+  /** How long that final inference may take before the turn is aborted (reason `timeout`). */
+  finalAnswerTimeoutMs: number;
+  /** Deepest nesting of child turns (a top-level turn has depth 0). */
+  maxDepth: number;
+  /** Filesystem confinement handed to tools (`ctx.allowedRoots`, `ctx.workspace`). */
+  allowedRoots: readonly string[];
+  workspace: string | undefined;
 };
 
 export type TurnManagerDeps = {
@@ -52,6 +71,11 @@ export type TurnManagerDeps = {
   now?: () => number;
   /** Mints ids; `prefix` is `ses` for sessions and `turn` for turns. */
   generateId: (prefix: "ses" | "turn") => string;
+  recorder?: DecisionRecorder;
+  /** Tools whose circuit is not closed, for `session_status`. */
+  openCircuits?: () => string[];
+  /** Told when a turn ends, for metrics. */
+  onTurnEnded?: (outcome: string, durationMs: number) => void;
 };
 
 /** Errors the HTTP layer maps to 404 / 409 / 400. */
@@ -76,17 +100,20 @@ export class UnknownProviderError extends ReinsError {
 }
 
 export class TurnManager {
+  readonly zombies = new ZombieRegistry();
   private readonly turns = new Map<string, ActiveTurn>();
   private readonly now: () => number;
+  private readonly recorder: DecisionRecorder;
 
   constructor(private readonly deps: TurnManagerDeps) {
     this.now = deps.now ?? Date.now;
+    this.recorder = deps.recorder ?? NO_DECISIONS;
   }
 
   /** Starts a turn and returns it once `turn_start` is persisted; the loop runs on in the background. */
-  startTurn(request: StartTurnRequest): ActiveTurn {
+  startTurn(request: StartTurnRequest, parent?: ActiveTurn): ActiveTurn {
     const { store, settings } = this.deps;
-    const providerName = request.provider ?? settings.defaultProvider;
+    const providerName = request.provider ?? parent?.engine.provider ?? settings.defaultProvider;
     const engine = this.deps.engines.get(providerName);
     if (!engine) throw new UnknownProviderError(providerName, [...this.deps.engines.keys()]);
 
@@ -97,9 +124,10 @@ export class TurnManager {
     session ??= store.createSession(this.deps.generateId("ses"), request.agentId ?? settings.defaultAgentId);
 
     const agentId = request.agentId ?? session.agentId;
-    const model = request.model ?? engine.defaultModel;
+    const model = request.model ?? (parent?.engine === engine ? parent.model : engine.defaultModel);
     const turnId = this.deps.generateId("turn");
     const startedAt = this.now();
+    const depth = parent ? parent.depth + 1 : 0;
     store.beginTurn({
       id: turnId,
       sessionId: session.id,
@@ -108,11 +136,25 @@ export class TurnManager {
       model,
       startedAt,
       userMessage: request.message,
+      parentTurnId: parent?.turnId,
+      depth,
     });
     const bus = new TurnEventBus(turnId, store, this.now);
     const logger = this.deps.logger.child({ turnId, sessionId: session.id });
-    const turn = new ActiveTurn(turnId, session.id, agentId, engine, model, startedAt, bus, logger);
+    const turn = new ActiveTurn(
+      turnId,
+      session.id,
+      agentId,
+      engine,
+      model,
+      startedAt,
+      bus,
+      logger,
+      parent?.turnId ?? null,
+      depth,
+    );
     this.turns.set(turnId, turn);
+    parent?.childTurnIds.add(turnId);
     bus.emit({
       type: "turn_start",
       sessionId: session.id,
@@ -121,7 +163,10 @@ export class TurnManager {
       model,
       startedAt,
     });
-    logger.info({ provider: engine.provider, model }, "turn started");
+    logger.info({ provider: engine.provider, model, parentTurnId: parent?.turnId }, "turn started");
+    if (settings.turnTimeoutMs > 0) {
+      turn.deadlineTimer = setTimeout(() => this.reachDeadline(turn), settings.turnTimeoutMs);
+    }
     turn.done = this.drive(turn);
     return turn;
   }
@@ -136,6 +181,7 @@ export class TurnManager {
 
   getActiveTurnDetails(): ActiveTurnDetails[] {
     const now = this.now();
+    const zombies = this.zombies.list();
     return [...this.turns.values()].map((turn) => {
       const running = [...turn.runningTools.entries()].map(([toolId, tool]) => ({
         toolId,
@@ -151,8 +197,24 @@ export class TurnManager {
         runningTools: running,
         toolCallCount: this.deps.store.getTurn(turn.turnId)?.toolCallCount ?? 0,
         paused: false,
+        parentTurnId: turn.parentTurnId,
+        childTurnIds: [...turn.childTurnIds],
+        depth: turn.depth,
+        zombies: zombies
+          .filter((zombie) => zombie.turnId === turn.turnId)
+          .map((zombie) => ({
+            toolId: zombie.toolId,
+            toolName: zombie.toolName,
+            elapsedMs: now - zombie.since,
+          })),
       };
     });
+  }
+
+  /** Tools still running after their call was closed, across all turns (ended ones included). */
+  getZombies(): (Zombie & { elapsedMs: number })[] {
+    const now = this.now();
+    return this.zombies.list().map((zombie) => ({ ...zombie, elapsedMs: now - zombie.since }));
   }
 
   /** Aborts an active turn; false when no such turn is running (unknown or already ended). */
@@ -160,6 +222,20 @@ export class TurnManager {
     const turn = this.turns.get(turnId);
     if (!turn || turn.finished) return false;
     this.finishAborted(turn, reason);
+    return true;
+  }
+
+  /**
+   * Cancels one call of an active turn (`[CANCELLED] Tool cancelled by user.`); the turn goes on.
+   * False when the turn is not running or the call is not part of its running batch.
+   */
+  abortTool(turnId: string, toolId: string): boolean {
+    const turn = this.turns.get(turnId);
+    const controller = turn?.callControllers.get(toolId);
+    if (!turn || turn.finished || !controller || controller.signal.aborted) return false;
+    const toolName = turn.runningTools.get(toolId)?.toolName ?? "?";
+    this.record(turn, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
+    controller.abort(new TurnAbortedError("user"));
     return true;
   }
 
@@ -199,7 +275,8 @@ export class TurnManager {
 
   private onLastSubscriberGone(turn: ActiveTurn): void {
     const { onDisconnect, disconnectGraceMs } = this.deps.settings;
-    if (turn.finished || onDisconnect !== "abort") return;
+    // A child turn is followed through its parent's tool call, not by a client of its own.
+    if (turn.finished || onDisconnect !== "abort" || turn.parentTurnId !== null) return;
     if (disconnectGraceMs === 0) {
       turn.logger.info("client disconnected; aborting");
       this.abortTurn(turn.turnId, "disconnect");
@@ -215,6 +292,24 @@ export class TurnManager {
     turn.disconnectTimer.unref();
   }
 
+  /** The turn's deadline: close what is open with timeout results, stop its work, let it answer. */
+  private reachDeadline(turn: ActiveTurn): void {
+    turn.deadlineTimer = undefined;
+    if (turn.finished) return;
+    const { turnTimeoutMs, finalAnswerTimeoutMs } = this.deps.settings;
+    const closed = this.deps.store.closeOpenCalls(turn.turnId, (call) => ({
+      status: "timeout",
+      result: turnDeadlineResult(call.name, turnTimeoutMs),
+      isError: true,
+    }));
+    this.emitClosedResults(turn, closed, "timeout");
+    this.record(turn, { kind: "turn_deadline", timeoutMs: turnTimeoutMs, closedCalls: closed.length });
+    turn.logger.info({ timeoutMs: turnTimeoutMs, closedCalls: closed.length }, "turn deadline reached");
+    turn.workController.abort(new TurnAbortedError("timeout"));
+    // The final inference is bounded too: a model that cannot answer in time ends the turn.
+    turn.deadlineTimer = setTimeout(() => this.abortTurn(turn.turnId, "timeout"), finalAnswerTimeoutMs);
+  }
+
   private async drive(turn: ActiveTurn): Promise<void> {
     const emit = (body: EventBody) => void turn.bus.emit(body);
     let result: LoopResult | undefined;
@@ -226,8 +321,32 @@ export class TurnManager {
         engine: turn.engine,
         model: turn.model,
         signal: turn.signal,
+        workSignal: turn.workController.signal,
         emit,
         runningTools: turn.runningTools,
+        callControllers: turn.callControllers,
+        depth: turn.depth,
+        allowedRoots: this.deps.settings.allowedRoots,
+        workspace: this.deps.settings.workspace,
+        services: turnServices(this, turn, {
+          store: this.deps.store,
+          now: this.now,
+          openCircuits: this.deps.openCircuits ?? (() => []),
+          maxDepth: this.deps.settings.maxDepth,
+        }),
+        requestAbort: (reason) => this.abortTurn(turn.turnId, reason),
+        onZombie: (call, state) => {
+          if (state === "started") {
+            this.zombies.add({
+              turnId: turn.turnId,
+              toolId: call.callId,
+              toolName: call.name,
+              since: this.now(),
+            });
+          } else {
+            this.zombies.remove(call.callId);
+          }
+        },
         now: this.now,
       });
     } catch (error) {
@@ -246,19 +365,20 @@ export class TurnManager {
   private finishCompleted(turn: ActiveTurn, result: LoopResult): void {
     if (!this.begin(turn)) return;
     this.deps.store.endTurn(turn.turnId, { status: "completed", stopReason: result.stopReason });
+    const durationMs = this.now() - turn.startedAt;
     turn.bus.emit({
       type: "turn_complete",
       stopReason: result.stopReason,
-      durationMs: this.now() - turn.startedAt,
+      durationMs,
       toolCallCount: result.toolCallCount,
     });
     turn.logger.info(
       { stopReason: result.stopReason, toolCallCount: result.toolCallCount },
       "turn completed",
     );
-    this.release(turn);
+    this.release(turn, `completed:${result.stopReason}`);
     // Nothing should still run, but a finished turn must leave no work behind.
-    turn.controller.abort(new TurnAbortedError("user"));
+    this.abortSignals(turn, "user");
   }
 
   private finishAborted(turn: ActiveTurn, reason: AbortReason): void {
@@ -268,24 +388,35 @@ export class TurnManager {
       result: cancelledResult(reason),
       isError: true,
     }));
+    this.emitClosedResults(turn, closed, "cancelled");
+    turn.bus.emit({ type: "turn_abort", reason });
+    this.record(turn, { kind: "abort", reason, closedCalls: closed.length });
+    turn.logger.info({ reason, closedCalls: closed.length }, "turn aborted");
+    this.release(turn, `aborted:${reason}`);
+    for (const childTurnId of turn.childTurnIds) this.abortTurn(childTurnId, "parent");
+    this.abortSignals(turn, reason);
+  }
+
+  private emitClosedResults(
+    turn: ActiveTurn,
+    closed: ToolResponseBlock[],
+    status: "cancelled" | "timeout",
+  ): void {
     const now = this.now();
     for (const response of closed) {
       const running = turn.runningTools.get(response.callId);
+      turn.runningTools.delete(response.callId);
       turn.bus.emit({
         type: "tool_result",
         toolId: response.callId,
         toolName: response.name,
         result: response.result.slice(0, EVENT_RESULT_MAX_CHARS),
         isError: true,
-        status: "cancelled",
+        status,
         durationMs: running ? now - running.startedAt : 0,
         attempts: 0,
       });
     }
-    turn.bus.emit({ type: "turn_abort", reason });
-    turn.logger.info({ reason, closedCalls: closed.length }, "turn aborted");
-    this.release(turn);
-    turn.controller.abort(new TurnAbortedError(reason));
   }
 
   /** Claims the right to end the turn; false when it has already ended. */
@@ -295,10 +426,22 @@ export class TurnManager {
     return true;
   }
 
-  private release(turn: ActiveTurn): void {
+  private release(turn: ActiveTurn, outcome: string): void {
     clearTimeout(turn.disconnectTimer);
+    clearTimeout(turn.deadlineTimer);
     turn.runningTools.clear();
     this.turns.delete(turn.turnId);
+    this.deps.onTurnEnded?.(outcome, this.now() - turn.startedAt);
+  }
+
+  private abortSignals(turn: ActiveTurn, reason: AbortReason): void {
+    const error = new TurnAbortedError(reason);
+    turn.workController.abort(error);
+    turn.controller.abort(error);
+  }
+
+  private record(turn: ActiveTurn, decision: Decision): void {
+    this.recorder.record(turn.turnId, decision);
   }
 }
 

@@ -193,9 +193,11 @@ describe("crash and shutdown", () => {
 
   it("delivers every final event of a wide batch to the client before the process exits", async () => {
     const handle = await server({ MAX_PARALLEL_TOOLS: "32" });
-    const stream = await SseStream.start(handle.baseUrl, {
-      message: Array(20).fill("/tool hang {}").join("\n"),
-    });
+    // distinct inputs: twenty identical calls would (rightly) trip the loop detector
+    const message = Array.from({ length: 20 }, (_, index) => `/tool sleep {"ms":${600_000 + index}}`).join(
+      "\n",
+    );
+    const stream = await SseStream.start(handle.baseUrl, { message });
     await stream.next(() => stream.events.filter((event) => event.type === "tool_start").length === 20);
     const exitCode = handle.stop("SIGTERM");
     const events = await stream.untilEnd();

@@ -67,7 +67,11 @@ describe("defaults", () => {
         overrides: {},
         system: { enabled: [], allowedRoots: [], execKillGraceMs: 2_000, maxOutputBytes: 65_536 },
       },
-      turns: { maxSteps: 25 },
+      turns: { maxSteps: 25, timeoutMs: 300_000, finalAnswerTimeoutMs: 30_000, maxDepth: 3 },
+      resilience: {
+        retry: {},
+        breaker: { failureThreshold: 5, openMs: 30_000, halfOpenSuccesses: 2 },
+      },
       stream: {
         progressAfterMs: 5000,
         progressIntervalMs: 5000,
@@ -154,6 +158,7 @@ describe("every variable in ENV_BINDINGS lands in the configuration", () => {
     DEFAULT_PROVIDER: { text: "scripted", value: "scripted" },
     ON_DISCONNECT: { text: "continue", value: "continue" },
     SYSTEM_TOOLS: { text: "exec, read_file", value: ["exec", "read_file"] },
+    MAX_TURN_DEPTH: { text: "2", value: 2 },
   };
   const SAMPLE_BY_TYPE: Record<EnvBinding["parse"], { text: string; value: unknown }> = {
     integer: { text: "17", value: 17 },

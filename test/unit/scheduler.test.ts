@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { TurnAbortedError } from "../../src/errors.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
-import { ToolRunner, type CallScope, type RunnerSettings } from "../../src/tools/runner.js";
+import { PermanentToolError } from "../../src/tools/resilience/tool-error.js";
+import { ToolRunner, ZOMBIE_GRACE_MS, type CallScope, type RunnerSettings } from "../../src/tools/runner.js";
 import { ToolScheduler } from "../../src/tools/scheduler.js";
 import type { ToolCallRequest, ToolConcurrency, ToolDefinition, ToolOutcome } from "../../src/tools/types.js";
 
@@ -70,7 +71,7 @@ class Bench {
           this.began(context.callId);
           setTimeout(() => {
             this.ended(context.callId);
-            reject(new Error("kaboom"));
+            reject(new PermanentToolError("kaboom"));
           }, ms);
         }),
     };
@@ -273,6 +274,9 @@ describe("ToolScheduler", () => {
     expect(hung?.timeout).toEqual({ kind: "total", timeoutMs: 1000 });
     expect(a).toMatchObject({ status: "complete", result: "a slept 100", isError: false });
     expect(b).toMatchObject({ status: "complete", result: "b slept 200", isError: false });
+    // the stuck tool is a zombie now; its one grace timer is all that remains, then nothing
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS);
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -314,6 +318,7 @@ describe("ToolScheduler", () => {
     // the calls that had not started never ran
     expect(bench.executed).toEqual(new Set(["a", "h"]));
     expect(reported.map((entry) => entry.callId).sort()).toEqual(["a", "c", "h", "x"]);
+    await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS);
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -328,5 +333,47 @@ describe("ToolScheduler", () => {
     ]);
     expect(bench.executed.size).toBe(0);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("skips a dependent of a failed call while an independent sibling runs at once", async () => {
+    const { run } = setup(bench, 8);
+    const batch = run([
+      call("f", "boom", { ms: 50 }),
+      call("d", "nap", { ms: 10, _meta: { dependsOn: [0] } }),
+      call("i", "nap", { ms: 10 }),
+    ]);
+    await vi.advanceTimersByTimeAsync(10);
+    // the independent call was not held back by the dependent waiting before it
+    expect(bench.lines()).toEqual(["0 start f", "0 start i", "10 end i"]);
+    await vi.advanceTimersByTimeAsync(40);
+    const outcomes = await batch.promise;
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["error", "error", "complete"]);
+    expect(outcomes[1]?.result).toBe(
+      '[SKIPPED] Tool "nap" was not run because call #0 ("boom") of this batch failed.',
+    );
+    expect(bench.executed.has("d")).toBe(false);
+  });
+
+  it("runs a dependent after its dependency succeeds, and answers with _meta.default when it fails", async () => {
+    const { run } = setup(bench, 8);
+    const batch = run([
+      call("a", "nap", { ms: 30 }),
+      call("after", "nap", { ms: 10, _meta: { dependsOn: [0] } }),
+      call("f", "boom", { ms: 5 }),
+      call("fallback", "nap", { ms: 10, _meta: { dependsOn: [2], default: { rows: 0 } } }),
+    ]);
+    await vi.advanceTimersByTimeAsync(40);
+    const outcomes = await batch.promise;
+    expect(bench.lines()).toContain("30 start after");
+    expect(outcomes[1]).toMatchObject({ status: "complete", result: "after slept 10" });
+    expect(outcomes[3]).toMatchObject({ status: "complete", isError: false });
+    expect(outcomes[3]?.result).toMatch(/^\[DEFAULT\] Call #2 \("boom"\).*\{"rows":0\}$/);
+  });
+
+  it("refuses a dependsOn that does not name an earlier call", async () => {
+    const { run } = setup(bench, 8);
+    const outcomes = await run([call("a", "nap", { ms: 1, _meta: { dependsOn: [0] } })]).promise;
+    expect(outcomes[0]).toMatchObject({ status: "error", isError: true });
+    expect(outcomes[0]?.result).toContain("_meta.dependsOn must list indexes of earlier calls");
   });
 });

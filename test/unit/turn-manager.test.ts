@@ -240,6 +240,10 @@ describe("TurnManager: abort", () => {
         runningTools: [{ toolId: expect.any(String), toolName: "hang", elapsedMs: expect.any(Number) }],
         toolCallCount: 1,
         paused: false,
+        parentTurnId: null,
+        childTurnIds: [],
+        depth: 0,
+        zombies: [],
       },
     ]);
     runtime.manager.abortTurn(turn.turnId, "user");
@@ -384,6 +388,11 @@ describe("TurnManager: turns", () => {
         defaultAgentId: "default",
         onDisconnect: "abort",
         disconnectGraceMs: 0,
+        turnTimeoutMs: 0,
+        finalAnswerTimeoutMs: 30_000,
+        maxDepth: 3,
+        allowedRoots: [],
+        workspace: undefined,
       },
     });
     const turn = manager.startTurn({ message: '/tool echo {"text":"x"}\n/tool echo {"text":"y"}' });

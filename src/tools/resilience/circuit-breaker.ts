@@ -29,6 +29,8 @@ export class CircuitBreaker {
   private probeSuccesses = 0;
   private probeInFlight = false;
   private openedAt = 0;
+  /** Told about the transitions of the operation in progress. */
+  private observer: ((transition: BreakerTransition) => void) | undefined;
 
   constructor(
     readonly toolName: string,
@@ -37,31 +39,38 @@ export class CircuitBreaker {
     private readonly onTransition: (transition: BreakerTransition) => void = () => {},
   ) {}
 
-  /** The state now (an open breaker whose time is up reads as half-open). */
+  /** The state now (an open breaker whose time is up reads as half-open); reading changes nothing. */
   get state(): BreakerState {
-    if (this.current === "open" && this.now() - this.openedAt >= this.settings.openMs) this.move("half_open");
-    return this.current;
+    return this.current === "open" && this.now() - this.openedAt >= this.settings.openMs
+      ? "half_open"
+      : this.current;
   }
 
-  /** Asks to make a call; an admitted call must be released exactly once. */
-  admit(): Admission {
+  /**
+   * Asks to make a call; an admitted call must be released exactly once. Transitions caused by this
+   * call (on admission or on release) are reported to `observer`, so they can be traced to it.
+   */
+  admit(observer?: (transition: BreakerTransition) => void): Admission {
+    this.observer = observer;
     const state = this.state;
+    if (state !== this.current) this.move(state);
     if (state === "open") {
       return { admitted: false, state, retryAfterMs: this.openedAt + this.settings.openMs - this.now() };
     }
     if (state === "half_open") {
       if (this.probeInFlight) return { admitted: false, state, retryAfterMs: 0 };
       this.probeInFlight = true;
-      return { admitted: true, probe: true, release: this.releaser(true) };
+      return { admitted: true, probe: true, release: this.releaser(true, observer) };
     }
-    return { admitted: true, probe: false, release: this.releaser(false) };
+    return { admitted: true, probe: false, release: this.releaser(false, observer) };
   }
 
-  private releaser(probe: boolean): (result: CallResult) => void {
+  private releaser(probe: boolean, observer: ((transition: BreakerTransition) => void) | undefined) {
     let released = false;
-    return (result) => {
+    return (result: CallResult) => {
       if (released) return;
       released = true;
+      this.observer = observer;
       if (probe) this.probeInFlight = false;
       if (result === "ignored") return;
       if (result === "success") this.onSuccess(probe);
@@ -96,7 +105,9 @@ export class CircuitBreaker {
     this.current = to;
     this.consecutiveFailures = 0;
     this.probeSuccesses = 0;
-    this.onTransition({ toolName: this.toolName, from, to });
+    const transition = { toolName: this.toolName, from, to };
+    this.onTransition(transition);
+    this.observer?.(transition);
   }
 }
 

@@ -1,0 +1,36 @@
+/**
+ * The tools that touch the system (DESIGN.md §6): `exec`, `read_file`, `web_fetch`. Each is off unless
+ * enabled in `tools.system.enabled`; `exec` and `read_file` are confined at call time to the call's
+ * `allowedRoots` and `workspace`.
+ */
+import type { ToolDefinition } from "../types.js";
+import { createExecTool } from "./exec.js";
+import { createReadFileTool } from "./read-file.js";
+import { createWebFetchTool } from "./web-fetch.js";
+
+export { createExecTool, type ExecInput, type ExecSettings } from "./exec.js";
+export { createReadFileTool, type ReadFileInput, type ReadFileSettings } from "./read-file.js";
+export { createWebFetchTool, type WebFetchInput, type WebFetchSettings } from "./web-fetch.js";
+export { confinePath, isInside, resolveConfinement, type Confinement } from "./paths.js";
+
+export type SystemToolName = "exec" | "read_file" | "web_fetch";
+
+export type SystemToolSettings = {
+  enabled: readonly SystemToolName[];
+  execKillGraceMs: number;
+  maxOutputBytes: number;
+};
+
+const FACTORIES: Record<SystemToolName, (settings: SystemToolSettings) => ToolDefinition> = {
+  exec: (settings) => createExecTool(settings) as ToolDefinition,
+  read_file: (settings) => createReadFileTool(settings) as ToolDefinition,
+  web_fetch: (settings) => createWebFetchTool(settings) as ToolDefinition,
+};
+
+/** The enabled system tools, each a fresh definition built with `settings`. */
+export function systemTools(settings: SystemToolSettings): ToolDefinition[] {
+  const enabled = new Set(settings.enabled);
+  return (Object.keys(FACTORIES) as SystemToolName[])
+    .filter((name) => enabled.has(name))
+    .map((name) => FACTORIES[name](settings));
+}

@@ -1,0 +1,141 @@
+/**
+ * Confinement of the system tools to the configured allowed roots (DESIGN.md §6). Paths are compared
+ * after `realpath`, so `../` and symlinks are judged by where they really lead, and a path that does
+ * not exist is judged by its nearest existing ancestor, so a refused location is never probed for
+ * existence.
+ */
+import { realpath } from "node:fs/promises";
+import path from "node:path";
+import type { ToolContext } from "../types.js";
+import { PermanentToolError, ToolError } from "../resilience/tool-error.js";
+
+/** Where one call may go: the real paths of the allowed roots, and the real working directory. */
+export type Confinement = {
+  readonly toolName: string;
+  /** The roots as configured, for messages. */
+  readonly configuredRoots: readonly string[];
+  /** The real paths of the roots that exist. */
+  readonly roots: readonly string[];
+  /** The real path of the workspace (the configured one, else the first allowed root). */
+  readonly workspace: string;
+};
+
+/**
+ * Resolves the call's confinement from `context.allowedRoots` and `context.workspace`. Refuses with
+ * a PermanentToolError when no root is configured or none exists, or when the workspace lies outside
+ * the roots.
+ */
+export async function resolveConfinement(context: ToolContext, toolName: string): Promise<Confinement> {
+  const configuredRoots = context.allowedRoots;
+  const firstRoot = configuredRoots[0];
+  if (firstRoot === undefined) {
+    throw new PermanentToolError(
+      `Tool "${toolName}" is unavailable: ALLOWED_ROOTS is not configured (tools.system.allowedRoots), so it may not touch the filesystem.`,
+    );
+  }
+  const resolved = await Promise.all(
+    configuredRoots.map((root) => realpath(path.resolve(root)).catch(() => undefined)),
+  );
+  const roots = resolved.filter((root): root is string => root !== undefined);
+  if (roots.length === 0) {
+    throw new PermanentToolError(
+      `Tool "${toolName}" is unavailable: none of the allowed roots exists (${configuredRoots.join(", ")}).`,
+    );
+  }
+  const partial = { toolName, configuredRoots, roots, workspace: roots[0] as string };
+  const configuredWorkspace = context.workspace ?? firstRoot;
+  try {
+    const workspace = await confinePath(configuredWorkspace, partial, process.cwd());
+    return { ...partial, workspace };
+  } catch (error) {
+    throw new PermanentToolError(
+      `Tool "${toolName}" is unavailable: its workspace "${configuredWorkspace}" is not usable. ${messageOf(error)}`,
+      { errorCode: error instanceof ToolError ? error.errorCode : errorCodeOf(error), cause: error },
+    );
+  }
+}
+
+/**
+ * Resolves `requested` (relative paths against `base`, by default the workspace) to its real path
+ * and returns it if it lies inside an allowed root. Outside → PermanentToolError naming the path;
+ * missing → PermanentToolError with `errorCode` ENOENT (or ENOTDIR).
+ */
+export async function confinePath(
+  requested: string,
+  confinement: Confinement,
+  base: string = confinement.workspace,
+): Promise<string> {
+  const absolute = path.resolve(base, requested);
+  let real: string;
+  try {
+    real = await realpath(absolute);
+  } catch (error) {
+    const code = errorCodeOf(error);
+    if (code === "ELOOP" || code === "ENAMETOOLONG") {
+      throw new PermanentToolError(`Cannot resolve path "${requested}": ${messageOf(error)}`, {
+        errorCode: code,
+        cause: error,
+      });
+    }
+    if (code !== "ENOENT" && code !== "ENOTDIR") {
+      throw new ToolError(`Cannot resolve path "${requested}": ${messageOf(error)}`, {
+        errorCode: code,
+        cause: error,
+      });
+    }
+    // Judge a missing path by the ancestor that exists, so "does it exist?" is never answered
+    // for a place outside the roots (a `../` escape or a symlinked directory pointing out).
+    const ancestor = await nearestExistingRealpath(path.dirname(absolute));
+    if (!isInsideAny(ancestor, confinement.roots)) throw outsideRoots(requested, confinement);
+    throw new PermanentToolError(`No such file or directory: "${requested}".`, {
+      errorCode: code,
+      cause: error,
+    });
+  }
+  if (!isInsideAny(real, confinement.roots)) throw outsideRoots(requested, confinement);
+  return real;
+}
+
+/** True when `candidate` is `root` or lies below it (both absolute, normalised). */
+export function isInside(candidate: string, root: string): boolean {
+  const relative = path.relative(root, candidate);
+  return (
+    relative === "" ||
+    (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+  );
+}
+
+function isInsideAny(candidate: string, roots: readonly string[]): boolean {
+  return roots.some((root) => isInside(candidate, root));
+}
+
+async function nearestExistingRealpath(start: string): Promise<string> {
+  let current = start;
+  for (;;) {
+    try {
+      return await realpath(current);
+    } catch {
+      const parent = path.dirname(current);
+      if (parent === current) return current;
+      current = parent;
+    }
+  }
+}
+
+function outsideRoots(requested: string, confinement: Confinement): PermanentToolError {
+  return new PermanentToolError(
+    `Tool "${confinement.toolName}" refused path "${requested}": it resolves outside the allowed roots (${confinement.configuredRoots.join(", ")}).`,
+    { errorCode: "EACCES" },
+  );
+}
+
+/** The `code` of a system error (`ENOENT`, …), if it has one. */
+export function errorCodeOf(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" ? code : undefined;
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

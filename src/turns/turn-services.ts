@@ -1,0 +1,82 @@
+/**
+ * What the framework offers tools of one turn (`ctx.services`): the session's status for the
+ * `session_status` tool, and child turns for `delegate`. A child turn runs for another agent inside
+ * the parent's call; the call's signal aborting (cancel, timeout, the parent's abort) aborts it with
+ * reason `parent`.
+ */
+import type { HistoryStore } from "../history/store.js";
+import { PermanentToolError } from "../tools/resilience/tool-error.js";
+import type { ChildTurnResult, SessionStatus, ToolServices } from "../tools/types.js";
+import type { ActiveTurn } from "./active-turn.js";
+import type { TurnManager } from "./manager.js";
+
+export type TurnServiceDeps = {
+  store: HistoryStore;
+  now: () => number;
+  openCircuits: () => string[];
+  maxDepth: number;
+};
+
+export function turnServices(manager: TurnManager, turn: ActiveTurn, deps: TurnServiceDeps): ToolServices {
+  return {
+    sessionStatus: () => sessionStatus(turn, deps),
+    runChildTurn: (request, signal, onEvent) => runChildTurn(manager, turn, deps, request, signal, onEvent),
+  };
+}
+
+function sessionStatus(turn: ActiveTurn, deps: TurnServiceDeps): SessionStatus {
+  const timedOut: SessionStatus["timedOut"] = [];
+  const cancelled: SessionStatus["cancelled"] = [];
+  for (const block of deps.store.getHistory(turn.sessionId)) {
+    if (block.kind !== "tool_response") continue;
+    const entry = { callId: block.callId, toolName: block.name, turnId: block.turnId };
+    if (block.status === "timeout") timedOut.push(entry);
+    if (block.status === "cancelled") cancelled.push(entry);
+  }
+  return {
+    turnId: turn.turnId,
+    toolCallCount: deps.store.getTurn(turn.turnId)?.toolCallCount ?? 0,
+    elapsedMs: deps.now() - turn.startedAt,
+    timedOut,
+    cancelled,
+    openCircuits: deps.openCircuits(),
+  };
+}
+
+async function runChildTurn(
+  manager: TurnManager,
+  parent: ActiveTurn,
+  deps: TurnServiceDeps,
+  request: { agentId: string; message: string },
+  signal: AbortSignal,
+  onEvent?: (type: string) => void,
+): Promise<ChildTurnResult> {
+  if (parent.depth + 1 > deps.maxDepth) {
+    throw new PermanentToolError(
+      `Delegation depth limit of ${deps.maxDepth} reached; answer without delegating.`,
+    );
+  }
+  if (signal.aborted) throw signal.reason;
+  const child = manager.startTurn({ message: request.message, agentId: request.agentId }, parent);
+  const followed = manager.follow(child, 0, (event) => onEvent?.(event.type));
+  const onAbort = () => manager.abortTurn(child.turnId, "parent");
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await child.done;
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    followed.dispose();
+  }
+  const record = deps.store.getTurn(child.turnId);
+  if (record?.status !== "completed") {
+    throw new PermanentToolError(
+      `Child turn ${child.turnId} (agent "${request.agentId}") ended without an answer: ${record?.abortReason ?? "unknown"}.`,
+    );
+  }
+  const text = deps.store
+    .getHistory(child.sessionId)
+    .filter((block) => block.turnId === child.turnId && block.kind === "text" && block.role === "assistant")
+    .map((block) => (block.kind === "text" ? block.text : ""))
+    .join("\n");
+  return { turnId: child.turnId, text, stopReason: record.stopReason ?? "end_turn" };
+}
