@@ -33,6 +33,8 @@ export const toolOverrideSchema = z.strictObject({
   idleTimeoutMs: milliseconds.optional(),
   /** Retry policy fields for this tool (DESIGN.md §5.4). */
   retry: retrySchema.optional(),
+  /** A tool tried with the same input when this one fails permanently or its circuit is open. */
+  fallback: z.string().min(1).optional(),
 });
 
 export const configSchema = z.strictObject({

@@ -257,7 +257,7 @@ export class ToolRunner {
 
   /** Runs the tool's fallback with the same input; undefined when it has none that can run. */
   private async fallback(run: CallRun, because: string): Promise<Partial_ | undefined> {
-    const name = run.tool.fallback;
+    const name = this.settings.overrides[run.tool.name]?.fallback ?? run.tool.fallback;
     const fallbackTool = name === undefined ? undefined : this.registry.get(name);
     if (!fallbackTool || fallbackTool.name === run.tool.name) return undefined;
     const parsed = fallbackTool.inputSchema.safeParse(run.input);

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import type { ToolDefinition } from "../types.js";
 
-const input = z.strictObject({ text: z.string() });
+// Unknown keys are ignored (not refused), so echo can stand in as another tool's fallback.
+const input = z.object({ text: z.string() });
 
 export const echoTool: ToolDefinition<z.infer<typeof input>> = {
   name: "echo",

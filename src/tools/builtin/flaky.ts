@@ -1,5 +1,5 @@
 /**
- * `flaky {failures, kind, key?}`: fails `failures` times, then succeeds. It demonstrates retries
+ * `flaky {failures, kind, key?, text?}`: fails `failures` times, then succeeds. It demonstrates retries
  * (count per call id, so the retries of one call see the count go up) and the circuit breaker (count
  * per `key`, shared across calls). Each `createFlakyTool()` has its own counters, bounded in number.
  */
@@ -14,6 +14,8 @@ const input = z.strictObject({
   failures: z.number().int().min(0).max(1000),
   kind: z.enum(["transient", "permanent"]),
   key: z.string().min(1).optional(),
+  /** Returned on success instead of the default message (lets `echo` stand in as its fallback). */
+  text: z.string().optional(),
 });
 
 export type FlakyInput = z.infer<typeof input>;
@@ -40,7 +42,7 @@ export function createFlakyTool(options: { maxCounters?: number } = {}): ToolDef
       "Fails `failures` times with a transient or permanent error, then succeeds. Counts per `key` when given (shared across calls), else per call.",
     inputSchema: input,
     concurrency: "parallel",
-    execute: async ({ failures, kind, key }, context) => {
+    execute: async ({ failures, kind, key, text }, context) => {
       const counter = key === undefined ? `call:${context.callId}` : `key:${key}`;
       const failed = failuresSoFar.get(counter) ?? 0;
       if (failed < failures) {
@@ -50,6 +52,7 @@ export function createFlakyTool(options: { maxCounters?: number } = {}): ToolDef
       }
       // A call's own counter is not needed once it succeeded; a shared key stays recovered.
       if (key === undefined) failuresSoFar.delete(counter);
+      if (text !== undefined) return text;
       return `flaky: succeeded after ${failures} failure${failures === 1 ? "" : "s"}${key === undefined ? "" : ` (key "${key}")`}.`;
     },
   };
