@@ -27,8 +27,15 @@ export function circuitOpenResult(toolName: string, retryAfterMs: number): strin
   return `[CIRCUIT_OPEN] Tool "${toolName}" has failed repeatedly and is refusing calls ${when}. Use another tool or answer with what you have.`;
 }
 
-export function fallbackResult(primary: string, because: string, fallback: string, result: string): string {
-  return `[FALLBACK] Tool "${primary}" ${because}; "${fallback}" answered instead: ${result}`;
+export function fallbackResult(
+  primary: string,
+  because: string,
+  fallback: string,
+  outcome: { isError: boolean; result: string },
+): string {
+  return outcome.isError
+    ? `[FALLBACK] Tool "${primary}" ${because}; its fallback "${fallback}" failed too: ${outcome.result}`
+    : `[FALLBACK] Tool "${primary}" ${because}; "${fallback}" answered instead: ${outcome.result}`;
 }
 
 export function skippedResult(toolName: string, dependency: number, dependencyName: string): string {

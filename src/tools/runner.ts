@@ -185,10 +185,8 @@ export class ToolRunner {
           retryAfterMs: admission.retryAfterMs,
         });
         const rejected = failure(circuitOpenResult(tool.name, admission.retryAfterMs), "transient");
-        return {
-          outcome: (allowFallback && (await this.fallback(run, "has its circuit open"))) || rejected,
-          attempts,
-        };
+        const fallback = allowFallback ? await this.fallback(run, "has its circuit open") : undefined;
+        return withFallback(fallback, rejected, attempts);
       }
       attempts++;
       const attempt = await this.attempt(run);
@@ -218,15 +216,18 @@ export class ToolRunner {
       };
 
       if (classification === "permanent") {
-        return {
-          outcome: (allowFallback && (await this.fallback(run, "failed permanently"))) || failed,
-          attempts,
-        };
+        const fallback = allowFallback ? await this.fallback(run, "failed permanently") : undefined;
+        return withFallback(fallback, failed, attempts);
       }
-      const decision =
+      const planned =
         attempt.status === "timeout" && !policy.retryOnTimeout
           ? { retry: false as const, reason: "timeouts are not retried" }
           : decideRetry(policy, attempts, this.now() - run.startedAt, this.random);
+      // A failure that opened the circuit (or a failed half-open probe) is not retried into it.
+      const decision =
+        planned.retry && breaker.state === "open"
+          ? { retry: false as const, reason: "its circuit is open" }
+          : planned;
       if (!decision.retry) {
         this.decide(scope, call, { kind: "retry_stopped", attempts, reason: decision.reason });
         const circuitOpen = breaker.state !== "closed";
@@ -234,7 +235,7 @@ export class ToolRunner {
           allowFallback && circuitOpen
             ? await this.fallback(run, "failed and its circuit opened")
             : undefined;
-        return { outcome: fallback || failed, attempts };
+        return withFallback(fallback, failed, attempts);
       }
       this.decide(scope, call, {
         kind: "retry",
@@ -255,8 +256,14 @@ export class ToolRunner {
     }
   }
 
-  /** Runs the tool's fallback with the same input; undefined when it has none that can run. */
-  private async fallback(run: CallRun, because: string): Promise<Partial_ | undefined> {
+  /**
+   * Runs the tool's fallback with the same input, as a call of its own (its name, its limits, its
+   * retries and breaker); undefined when it has none that can run.
+   */
+  private async fallback(
+    run: CallRun,
+    because: string,
+  ): Promise<{ outcome: Partial_; attempts: number } | undefined> {
     const name = this.settings.overrides[run.tool.name]?.fallback ?? run.tool.fallback;
     const fallbackTool = name === undefined ? undefined : this.registry.get(name);
     if (!fallbackTool || fallbackTool.name === run.tool.name) return undefined;
@@ -266,12 +273,17 @@ export class ToolRunner {
       return undefined;
     }
     this.decide(run.scope, run.call, { kind: "fallback", fallback: fallbackTool.name, because });
-    const { outcome } = await this.runWithResilience(
-      { ...run, tool: fallbackTool, input: parsed.data },
+    const call = { ...run.call, name: fallbackTool.name };
+    const { limits } = resolveCall(fallbackTool, run.call.input, this.settings);
+    const { outcome, attempts } = await this.runWithResilience(
+      { ...run, call, tool: fallbackTool, input: parsed.data, limits, startedAt: this.now() },
       false,
     );
-    if (outcome.status === "cancelled") return outcome;
-    return { ...outcome, result: fallbackResult(run.tool.name, because, fallbackTool.name, outcome.result) };
+    if (outcome.status === "cancelled") return { outcome, attempts };
+    return {
+      outcome: { ...outcome, result: fallbackResult(run.tool.name, because, fallbackTool.name, outcome) },
+      attempts,
+    };
   }
 
   /** One attempt under the call's deadlines; settles at the first of completion, expiry or cancel. */
@@ -420,6 +432,17 @@ export class ToolRunner {
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** The fallback's outcome when there was one (attempts of both counted), else the call's own. */
+function withFallback(
+  fallback: { outcome: Partial_; attempts: number } | undefined,
+  own: Partial_,
+  attempts: number,
+): { outcome: Partial_; attempts: number } {
+  return fallback
+    ? { outcome: fallback.outcome, attempts: attempts + fallback.attempts }
+    : { outcome: own, attempts };
+}
 
 function failure(result: string, classification: Classification): Partial_ {
   return { status: "error", isError: true, result, classification };
