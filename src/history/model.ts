@@ -6,7 +6,15 @@
 export type ToolResponseStatus = "complete" | "error" | "cancelled" | "timeout" | "interrupted";
 
 export type TextBlock = { kind: "text"; role: "user" | "assistant"; text: string };
-export type ThinkingBlock = { kind: "thinking"; role: "assistant"; text: string; signature?: string };
+/** Thinking, with the signature its provider gave it; a signature is only valid for that provider and model. */
+export type ThinkingBlock = {
+  kind: "thinking";
+  role: "assistant";
+  text: string;
+  signature?: string;
+  provider?: string;
+  model?: string;
+};
 export type ToolCallBlock = {
   kind: "tool_call";
   role: "assistant";

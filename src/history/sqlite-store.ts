@@ -358,7 +358,7 @@ function blockPayload(block: BlockContent): Record<string, unknown> {
     case "text":
       return { text: block.text };
     case "thinking":
-      return { text: block.text, signature: block.signature };
+      return { text: block.text, signature: block.signature, provider: block.provider, model: block.model };
     case "tool_call":
       return { input: block.input, providerCallId: block.providerCallId };
     case "tool_response":
@@ -384,6 +384,8 @@ function toHistoryBlock(row: BlockRow): HistoryBlock {
         role: "assistant",
         text: payload.text as string,
         ...(payload.signature === undefined ? {} : { signature: payload.signature as string }),
+        ...(payload.provider === undefined ? {} : { provider: payload.provider as string }),
+        ...(payload.model === undefined ? {} : { model: payload.model as string }),
       };
     case "tool_call":
       return {

@@ -195,7 +195,15 @@ export class ToolCallingLoop {
       text = "";
     };
     const flushThinking = () => {
-      if (thinking) blocks.push({ kind: "thinking", role: "assistant", ...thinking });
+      if (thinking) {
+        blocks.push({
+          kind: "thinking",
+          role: "assistant",
+          ...thinking,
+          provider: turn.engine.provider,
+          model: turn.model,
+        });
+      }
       thinking = undefined;
     };
     try {
