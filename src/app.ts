@@ -10,6 +10,7 @@ import type { Config } from "./config/schema.js";
 import type { HistoryStore } from "./history/store.js";
 import { HttpError, toHttpError } from "./http/http-error.js";
 import { apiRoutes } from "./http/routes.js";
+import { webPageRoutes } from "./http/web-page.js";
 import type { Metrics } from "./observability/metrics.js";
 import type { TurnManager } from "./turns/manager.js";
 
@@ -37,6 +38,7 @@ export function buildApp(deps: AppDeps): Hono {
     }),
   );
   app.route("/api", apiRoutes(deps));
+  app.route("/", webPageRoutes());
 
   app.get("/healthz", (context) => context.json({ status: "ok" }));
   app.get("/readyz", (context) =>
