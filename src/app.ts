@@ -1,15 +1,19 @@
 /**
- * `buildApp(deps)`: the Hono application — API routes, health endpoints, body limit, and one error
- * handler that turns client mistakes into 4xx JSON and everything else into a bare 500. No
- * module-level state: every dependency comes in through `deps`.
+ * `buildApp(deps)`: the Hono application — CORS, bearer auth and the body limit on /api, the API
+ * routes, health and metrics, the OpenAPI document, the web page, and one error handler that turns
+ * client mistakes into 4xx JSON and everything else into a bare 500. No module-level state: every
+ * dependency comes in through `deps`.
  */
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import { HTTPException } from "hono/http-exception";
 import type { Logger } from "pino";
 import type { Config } from "./config/schema.js";
 import type { HistoryStore } from "./history/store.js";
+import { bearerAuth } from "./http/auth.js";
 import { HttpError, toHttpError } from "./http/http-error.js";
-import { apiRoutes } from "./http/routes.js";
+import { apiRoutes, type ApiEnv } from "./http/routes.js";
 import { webPageRoutes } from "./http/web-page.js";
 import type { Metrics } from "./observability/metrics.js";
 import type { TurnManager } from "./turns/manager.js";
@@ -22,23 +26,53 @@ export type AppDeps = {
   metrics: Metrics;
 };
 
-export function buildApp(deps: AppDeps): Hono {
-  const app = new Hono();
-  const limit = deps.config.server.bodyLimitBytes;
+const VERSION = "0.1.0";
 
+export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
+  const app = new OpenAPIHono<ApiEnv>();
+  const { server, auth } = deps.config;
+
+  if (server.corsOrigins.length > 0) {
+    const anyOrigin = server.corsOrigins.includes("*");
+    app.use(
+      "/api/*",
+      cors({
+        origin: (origin) => (anyOrigin || server.corsOrigins.includes(origin) ? origin : null),
+        allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID"],
+        allowMethods: ["GET", "POST", "OPTIONS"],
+        maxAge: 600,
+      }),
+    );
+  }
+  app.use("/api/*", bearerAuth(auth.tokens));
   app.use(
     "/api/*",
     bodyLimit({
-      maxSize: limit,
+      maxSize: server.bodyLimitBytes,
       onError: () => {
-        throw new HttpError(413, "body_too_large", `Request body exceeds the limit of ${limit} bytes`, {
-          limit,
-        });
+        throw new HttpError(
+          413,
+          "body_too_large",
+          `Request body exceeds the limit of ${server.bodyLimitBytes} bytes`,
+          {
+            limit: server.bodyLimitBytes,
+          },
+        );
       },
     }),
   );
   app.route("/api", apiRoutes(deps));
-  app.route("/", webPageRoutes());
+
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "reins",
+      version: VERSION,
+      description: "HTTP/SSE turn-orchestration server for LLM agents (see DESIGN.md §3 and §4).",
+    },
+    security: auth.tokens.length > 0 ? [{ bearer: [] }] : [],
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
   app.get("/healthz", (context) => context.json({ status: "ok" }));
   app.get("/readyz", (context) =>
@@ -46,10 +80,10 @@ export function buildApp(deps: AppDeps): Hono {
       ? context.json({ status: "ready" })
       : context.json({ status: "unavailable", error: "database unreachable", code: "db_unreachable" }, 503),
   );
-
   app.get("/metrics", async (context) =>
     context.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
   );
+  app.route("/", webPageRoutes());
 
   app.notFound((context) =>
     context.json(
@@ -58,7 +92,7 @@ export function buildApp(deps: AppDeps): Hono {
     ),
   );
   app.onError((error, context) => {
-    const httpError = toHttpError(error);
+    const httpError = toHttpError(error) ?? fromHttpException(error);
     if (httpError) {
       return context.json(
         { error: httpError.message, code: httpError.code, ...httpError.details },
@@ -69,4 +103,17 @@ export function buildApp(deps: AppDeps): Hono {
     return context.json({ error: "Internal server error", code: "internal" }, 500);
   });
   return app;
+}
+
+/** Hono's own exceptions (media-type gate, malformed JSON) in the API's error format. */
+function fromHttpException(error: unknown): HttpError | undefined {
+  if (!(error instanceof HTTPException)) return undefined;
+  if (error.status === 415) {
+    return new HttpError(415, "unsupported_media_type", "Content-Type must be application/json");
+  }
+  if (error.status === 400) {
+    return new HttpError(400, "invalid_json", `Request body is not valid JSON (${error.message})`);
+  }
+  if (error.status === 401) return new HttpError(401, "unauthorized", error.message);
+  return undefined;
 }

@@ -129,6 +129,8 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       turnTimeoutMs: config.turns.timeoutMs,
       finalAnswerTimeoutMs: config.turns.finalAnswerTimeoutMs,
       maxDepth: config.turns.maxDepth,
+      stepPauseTimeoutMs: config.turns.stepPauseTimeoutMs,
+      stepOnTimeout: config.turns.stepOnTimeout,
       allowedRoots,
       workspace: system.workspace === undefined ? undefined : resolve(system.workspace),
     },

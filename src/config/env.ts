@@ -2,7 +2,7 @@
  * The environment variables of DESIGN.md §7 and where each lands in the configuration. One table,
  * read by the loader and by the test that checks `.env.example` lists them all.
  */
-type Parser = "string" | "integer" | "boolean" | "list" | "path-list";
+type Parser = "string" | "integer" | "boolean" | "list" | "path-list" | "tokens";
 
 export type EnvBinding = { variable: string; path: readonly string[]; parse: Parser };
 
@@ -10,6 +10,9 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { variable: "PORT", path: ["server", "port"], parse: "integer" },
   { variable: "HOST", path: ["server", "host"], parse: "string" },
   { variable: "BODY_LIMIT_BYTES", path: ["server", "bodyLimitBytes"], parse: "integer" },
+  { variable: "CORS_ORIGINS", path: ["server", "corsOrigins"], parse: "list" },
+  { variable: "AUTH_TOKENS", path: ["auth", "tokens"], parse: "tokens" },
+  { variable: "AUTH_DISABLED", path: ["auth", "disabled"], parse: "boolean" },
   { variable: "DATA_DIR", path: ["dataDir"], parse: "string" },
   { variable: "LOG_LEVEL", path: ["logLevel"], parse: "string" },
   { variable: "DEFAULT_PROVIDER", path: ["providers", "default"], parse: "string" },
@@ -26,6 +29,8 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { variable: "TURN_TIMEOUT_MS", path: ["turns", "timeoutMs"], parse: "integer" },
   { variable: "FINAL_ANSWER_TIMEOUT_MS", path: ["turns", "finalAnswerTimeoutMs"], parse: "integer" },
   { variable: "MAX_TURN_DEPTH", path: ["turns", "maxDepth"], parse: "integer" },
+  { variable: "STEP_PAUSE_TIMEOUT_MS", path: ["turns", "stepPauseTimeoutMs"], parse: "integer" },
+  { variable: "STEP_ON_TIMEOUT", path: ["turns", "stepOnTimeout"], parse: "string" },
   { variable: "RETRY_MAX_ATTEMPTS", path: ["resilience", "retry", "maxAttempts"], parse: "integer" },
   { variable: "RETRY_MAX_TIME_MS", path: ["resilience", "retry", "maxRetryTimeMs"], parse: "integer" },
   {

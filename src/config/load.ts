@@ -59,7 +59,29 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
     if (override.idleTimeoutMs !== undefined) override.idleTimeoutMs = clamped.value.idleTimeoutMs;
     warnings.push(...clamped.warnings);
   }
+  checkExposure(config);
   return { config, warnings };
+}
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/** With no tokens the API is open, so it may only listen on loopback unless auth is explicitly disabled. */
+function checkExposure(config: Config): void {
+  const { host } = config.server;
+  const loopback = LOOPBACK_HOSTS.has(host) || host.startsWith("127.");
+  if (!loopback && config.auth.tokens.length === 0 && !config.auth.disabled) {
+    throw new ConfigError(
+      `server.host (HOST) is "${host}", which is not loopback, and no auth.tokens (AUTH_TOKENS) are set: ` +
+        "anyone who can reach it could run and abort turns. Set AUTH_TOKENS, or AUTH_DISABLED=true to allow it.",
+    );
+  }
+  const principals = config.auth.tokens.map((entry) => entry.principal);
+  const tokens = config.auth.tokens.map((entry) => entry.token);
+  if (new Set(tokens).size !== tokens.length)
+    throw new ConfigError("auth.tokens (AUTH_TOKENS): a token is listed twice");
+  if (new Set(principals).size !== principals.length) {
+    throw new ConfigError("auth.tokens (AUTH_TOKENS): a principal is listed twice");
+  }
 }
 
 function readJsonFile(filePath: string): JsonObject {
@@ -103,6 +125,7 @@ function parseEnvValue(label: string, text: string, parse: EnvBinding["parse"]):
       .split(delimiter)
       .map((item) => item.trim())
       .filter(Boolean);
+  if (parse === "tokens") return parseTokens(label, text);
   if (parse === "boolean") {
     if (text === "true" || text === "1") return true;
     if (text === "false" || text === "0") return false;
@@ -110,6 +133,21 @@ function parseEnvValue(label: string, text: string, parse: EnvBinding["parse"]):
   }
   if (!/^-?\d+$/.test(text.trim())) throw new ConfigError(`${label}: expected a whole number, got "${text}"`);
   return Number(text.trim());
+}
+
+/** `principal:token,principal:token` (the token may itself contain ':'). */
+function parseTokens(label: string, text: string): { principal: string; token: string }[] {
+  return text
+    .split(",")
+    .map((pair) => pair.trim())
+    .filter(Boolean)
+    .map((pair) => {
+      const colon = pair.indexOf(":");
+      if (colon <= 0 || colon === pair.length - 1) {
+        throw new ConfigError(`${label}: expected principal:token pairs separated by commas`);
+      }
+      return { principal: pair.slice(0, colon), token: pair.slice(colon + 1) };
+    });
 }
 
 function setPath(target: JsonObject, path: readonly string[], value: unknown): void {

@@ -43,6 +43,23 @@ export const configSchema = z.strictObject({
       port: z.number().int().min(0).max(65_535).default(8787),
       host: z.string().min(1).default("127.0.0.1"),
       bodyLimitBytes: z.number().int().positive().default(DEFAULT_BODY_LIMIT_BYTES),
+      /** Origins allowed to call the API from a browser (CORS); none by default (same origin only). */
+      corsOrigins: z.array(z.string().url().or(z.literal("*"))).default([]),
+    })
+    .prefault({}),
+  auth: z
+    .strictObject({
+      /** Bearer tokens and the principals they stand for. */
+      tokens: z
+        .array(
+          z.strictObject({
+            principal: z.string().regex(/^[A-Za-z0-9_.@-]{1,64}$/),
+            token: z.string().min(8),
+          }),
+        )
+        .default([]),
+      /** Allows serving without tokens on a non-loopback host. */
+      disabled: z.boolean().default(false),
     })
     .prefault({}),
   dataDir: z.string().min(1).default("./data"),
@@ -87,6 +104,10 @@ export const configSchema = z.strictObject({
       finalAnswerTimeoutMs: positiveMilliseconds.default(30_000),
       /** Deepest nesting of child turns started by `delegate`. */
       maxDepth: z.number().int().min(0).max(10).default(3),
+      /** Step mode: how long a pause waits before it resolves by itself. */
+      stepPauseTimeoutMs: positiveMilliseconds.default(30_000),
+      /** …and then whether the turn continues or is aborted. */
+      stepOnTimeout: z.enum(["continue", "abort"]).default("continue"),
     })
     .prefault({}),
   resilience: z

@@ -62,4 +62,12 @@ export type TurnRecord = {
   depth: number;
 };
 
-export type SessionRecord = { id: string; agentId: string; createdAt: number; updatedAt: number };
+export type SessionRecord = {
+  id: string;
+  agentId: string;
+  createdAt: number;
+  updatedAt: number;
+  /** The principal that owns the session; null when auth is off. */
+  principal: string | null;
+  stepMode: boolean;
+};

@@ -37,6 +37,15 @@ type BlockRow = {
   created_at: number;
 };
 
+type SessionRow = {
+  id: string;
+  agent_id: string;
+  created_at: number;
+  updated_at: number;
+  principal: string | null;
+  step_mode: number;
+};
+
 type TurnRow = {
   id: string;
   session_id: string;
@@ -75,16 +84,28 @@ export class SqliteHistoryStore implements HistoryStore {
     this.statements = prepareStatements(this.db);
   }
 
-  createSession(id: string, agentId: string): SessionRecord {
+  createSession(id: string, agentId: string, principal: string | null = null): SessionRecord {
     const at = this.now();
-    this.statements.insertSession.run(id, agentId, at, at);
-    return { id, agentId, createdAt: at, updatedAt: at };
+    this.statements.insertSession.run(id, agentId, at, at, principal);
+    return { id, agentId, createdAt: at, updatedAt: at, principal, stepMode: false };
+  }
+
+  setSessionStepMode(id: string, enabled: boolean): void {
+    this.statements.updateStepMode.run(enabled ? 1 : 0, this.now(), id);
   }
 
   getSession(id: string): SessionRecord | undefined {
-    const row = this.statements.selectSession.get(id) as
-      { id: string; agent_id: string; created_at: number; updated_at: number } | undefined;
-    return row && { id: row.id, agentId: row.agent_id, createdAt: row.created_at, updatedAt: row.updated_at };
+    const row = this.statements.selectSession.get(id) as SessionRow | undefined;
+    return (
+      row && {
+        id: row.id,
+        agentId: row.agent_id,
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+        principal: row.principal,
+        stepMode: row.step_mode === 1,
+      }
+    );
   }
 
   beginTurn(turn: NewTurn): void {
@@ -297,7 +318,10 @@ const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, s
 function prepareStatements(db: Database) {
   const prepare = (sql: string): Statement => db.prepare(sql);
   return {
-    insertSession: prepare("INSERT INTO sessions (id, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?)"),
+    insertSession: prepare(
+      "INSERT INTO sessions (id, agent_id, created_at, updated_at, principal) VALUES (?, ?, ?, ?, ?)",
+    ),
+    updateStepMode: prepare("UPDATE sessions SET step_mode = ?, updated_at = ? WHERE id = ?"),
     selectSession: prepare("SELECT * FROM sessions WHERE id = ?"),
     selectNextPosition: prepare("SELECT next_position FROM sessions WHERE id = ?"),
     updateSessionPosition: prepare("UPDATE sessions SET next_position = ?, updated_at = ? WHERE id = ?"),

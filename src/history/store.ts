@@ -41,7 +41,8 @@ export type OpenCall = { callId: string; name: string };
 export type CloseOpenCall = (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">;
 
 export interface HistoryStore {
-  createSession(id: string, agentId: string): SessionRecord;
+  createSession(id: string, agentId: string, principal?: string | null): SessionRecord;
+  setSessionStepMode(id: string, enabled: boolean): void;
   getSession(id: string): SessionRecord | undefined;
   /** Records the turn as running and its user message, in one transaction. */
   beginTurn(turn: NewTurn): void;

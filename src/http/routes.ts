@@ -1,86 +1,138 @@
-/** The API routes of DESIGN.md §3: sessions, turns and operations. */
-import { Hono } from "hono";
+/**
+ * The API handlers of DESIGN.md §3, registered on the declarations of `route-definitions.ts`.
+ * Ownership: a principal sees and controls only its own sessions, turns and pauses; anything else is
+ * 404, exactly like something that does not exist.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Config } from "../config/schema.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
+import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, turnNotFound } from "./http-error.js";
 import {
-  emptyQuerySchema,
-  eventsQuerySchema,
-  lastEventIdSchema,
-  sessionParamsSchema,
-  toolParamsSchema,
-  startTurnBodySchema,
-  turnParamsSchema,
-} from "./schemas.js";
+  abortToolRoute,
+  abortTurnRoute,
+  activeTurnsRoute,
+  continueRoute,
+  eventsRoute,
+  historyRoute,
+  startTurnRoute,
+  stepModeRoute,
+  traceRoute,
+} from "./route-definitions.js";
 import { streamTurnEvents } from "./turn-stream.js";
-import { parseWith, readJsonBody } from "./validation.js";
+import { validationHook } from "./validation.js";
 
 export type RouteDeps = { manager: TurnManager; store: HistoryStore; config: Config };
 
-export function apiRoutes(deps: RouteDeps): Hono {
+export type ApiEnv = { Variables: AuthVariables };
+
+export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   const { manager, store } = deps;
   const streamDeps = { manager, store, pingIntervalMs: deps.config.stream.pingIntervalMs };
-  const api = new Hono();
+  const api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
 
-  api.post("/sessions/stream", async (context) => {
-    const body = await readJsonBody(context, startTurnBodySchema);
-    const turn = manager.startTurn(body);
+  /** The session, if it exists and the caller may see it. */
+  const ownSession = (principal: string | null, sessionId: string) => {
+    const session = store.getSession(sessionId);
+    if (!session || !canAccess(principal, session.principal)) {
+      throw new HttpError(404, "session_not_found", `Session not found: ${sessionId}`);
+    }
+    return session;
+  };
+  /** Whether the turn exists and the caller may see it. */
+  const ownsTurn = (principal: string | null, turnId: string) => {
+    const turn = store.getTurn(turnId);
+    return turn !== undefined && canAccess(principal, store.getSession(turn.sessionId)?.principal ?? null);
+  };
+
+  api.openapi(startTurnRoute, (context) => {
+    const body = context.req.valid("json");
+    const principal = context.get("principal");
+    if (body.sessionId !== undefined) ownSession(principal, body.sessionId);
+    const turn = manager.startTurn({ ...body, principal });
     return streamTurnEvents(streamDeps, turn.turnId, 0);
   });
 
-  api.get("/sessions/:id/history", (context) => {
-    const { id } = parseWith(sessionParamsSchema, context.req.param(), "params");
-    const session = store.getSession(id);
-    if (!session) throw new HttpError(404, "session_not_found", `Session not found: ${id}`);
-    return context.json({
-      sessionId: session.id,
-      agentId: session.agentId,
-      turns: store.listTurns({ sessionId: id }),
-      blocks: store.getHistory(id),
-    });
+  api.openapi(historyRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const session = ownSession(context.get("principal"), id);
+    return context.json(
+      {
+        sessionId: session.id,
+        agentId: session.agentId,
+        stepMode: session.stepMode,
+        turns: store.listTurns({ sessionId: id }),
+        blocks: store.getHistory(id),
+      },
+      200,
+    );
   });
 
-  api.get("/turns/active", (context) => {
-    parseWith(emptyQuerySchema, context.req.query(), "query");
-    return context.json({ turns: manager.getActiveTurnDetails(), zombies: manager.getZombies() });
+  api.openapi(stepModeRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const { enabled } = context.req.valid("json");
+    ownSession(context.get("principal"), id);
+    manager.setSessionStepMode(id, enabled);
+    return context.json({ ok: true as const, sessionId: id, stepMode: enabled }, 200);
   });
 
-  api.post("/turns/:id/tools/:toolId/abort", (context) => {
-    const { id, toolId } = parseWith(toolParamsSchema, context.req.param(), "params");
-    if (!manager.abortTool(id, toolId)) {
+  api.openapi(activeTurnsRoute, (context) => {
+    const principal = context.get("principal");
+    const turns = manager
+      .getActiveTurnDetails()
+      .filter((turn) => canAccess(principal, manager.get(turn.turnId)?.principal ?? null));
+    const zombies = manager.getZombies().filter((zombie) => ownsTurn(principal, zombie.turnId));
+    return context.json({ turns, zombies }, 200);
+  });
+
+  api.openapi(abortTurnRoute, (context) => {
+    const { id } = context.req.valid("param");
+    if (!ownsTurn(context.get("principal"), id) || !manager.abortTurn(id, "user")) throw turnNotFound();
+    return context.json({ ok: true as const, turnId: id }, 200);
+  });
+
+  api.openapi(abortToolRoute, (context) => {
+    const { id, toolId } = context.req.valid("param");
+    if (!ownsTurn(context.get("principal"), id) || !manager.abortTool(id, toolId)) {
       throw new HttpError(
         404,
         "tool_not_found",
         "Tool call not found, not running, or its turn already completed",
       );
     }
-    return context.json({ ok: true, turnId: id, toolId });
+    return context.json({ ok: true as const, turnId: id, toolId }, 200);
   });
 
-  api.get("/turns/:id/trace", (context) => {
-    const { id } = parseWith(turnParamsSchema, context.req.param(), "params");
-    parseWith(emptyQuerySchema, context.req.query(), "query");
+  api.openapi(continueRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const { pauseId } = context.req.valid("json");
+    if (!ownsTurn(context.get("principal"), id) || !manager.continueTurn(id, pauseId)) {
+      throw new HttpError(
+        404,
+        "pause_not_found",
+        "Pause not found: the turn is not waiting in it (or not yours)",
+      );
+    }
+    return context.json({ ok: true as const, turnId: id, pauseId }, 200);
+  });
+
+  api.openapi(eventsRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const query = context.req.valid("query");
+    const headers = context.req.valid("header");
+    if (!ownsTurn(context.get("principal"), id))
+      throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
+    return streamTurnEvents(streamDeps, id, headers["last-event-id"] ?? query.lastEventId ?? 0);
+  });
+
+  api.openapi(traceRoute, (context) => {
+    const { id } = context.req.valid("param");
     const turn = store.getTurn(id);
-    if (!turn) throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
-    return context.json({ turnId: id, status: turn.status, entries: store.listTrace(id) });
-  });
-
-  api.post("/turns/:id/abort", (context) => {
-    const { id } = parseWith(turnParamsSchema, context.req.param(), "params");
-    if (!manager.abortTurn(id, "user")) throw turnNotFound();
-    return context.json({ ok: true, turnId: id });
-  });
-
-  api.get("/turns/:id/events", (context) => {
-    const { id } = parseWith(turnParamsSchema, context.req.param(), "params");
-    const query = parseWith(eventsQuerySchema, context.req.query(), "query");
-    const header = context.req.header("last-event-id");
-    const afterSeq =
-      header === undefined
-        ? (query.lastEventId ?? 0)
-        : parseWith(lastEventIdSchema, header, "headers.last-event-id");
-    return streamTurnEvents(streamDeps, id, afterSeq);
+    if (!turn || !ownsTurn(context.get("principal"), id)) {
+      throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
+    }
+    return context.json({ turnId: id, status: turn.status, entries: store.listTrace(id) }, 200);
   });
 
   return api;

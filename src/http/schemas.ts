@@ -1,5 +1,5 @@
-/** zod schemas of the HTTP API's inputs (DESIGN.md §3). */
-import { z } from "zod";
+/** zod schemas of the HTTP API's inputs (DESIGN.md §3), shared by validation and the OpenAPI document. */
+import { z } from "@hono/zod-openapi";
 
 export const idSchema = z
   .string()
@@ -9,25 +9,33 @@ export const idSchema = z
 
 export const MAX_MESSAGE_CHARS = 200_000;
 
-export const startTurnBodySchema = z.strictObject({
-  message: z.string().min(1, "must not be empty").max(MAX_MESSAGE_CHARS),
-  sessionId: idSchema.optional(),
-  agentId: idSchema.optional(),
-  provider: z.string().min(1).max(64).optional(),
-  model: z.string().min(1).max(128).optional(),
-  stepMode: z.boolean().optional(),
-});
+export const startTurnBodySchema = z
+  .strictObject({
+    message: z.string().min(1, "must not be empty").max(MAX_MESSAGE_CHARS),
+    sessionId: idSchema.optional(),
+    agentId: idSchema.optional(),
+    provider: z.string().min(1).max(64).optional(),
+    model: z.string().min(1).max(128).optional(),
+    stepMode: z.boolean().optional(),
+  })
+  .openapi("StartTurn");
 
 export const turnParamsSchema = z.strictObject({ id: idSchema });
-export const toolParamsSchema = z.strictObject({ id: idSchema, toolId: idSchema });
 export const sessionParamsSchema = z.strictObject({ id: idSchema });
+export const toolParamsSchema = z.strictObject({ id: idSchema, toolId: idSchema });
 
-/** `Last-Event-ID` header or `?lastEventId=` (for clients that cannot set headers): a sequence number. */
+/** `Last-Event-ID` or `?lastEventId=` (for clients that cannot set headers): the last seq received. */
 export const lastEventIdSchema = z
   .string()
   .regex(/^\d{1,15}$/, "must be a non-negative whole number (the last seq received)")
   .transform(Number);
 
 export const eventsQuerySchema = z.strictObject({ lastEventId: lastEventIdSchema.optional() });
-
+export const eventsHeadersSchema = z.object({ "last-event-id": lastEventIdSchema.optional() });
 export const emptyQuerySchema = z.strictObject({});
+
+export const continueBodySchema = z.strictObject({ pauseId: z.string().min(1).max(128) }).openapi("Continue");
+export const stepModeBodySchema = z.strictObject({ enabled: z.boolean() }).openapi("StepMode");
+
+export const PROVIDER_PROFILES = ["anthropic", "openai", "kimi", "mistral"] as const;
+export const transcriptQuerySchema = z.strictObject({ provider: z.enum(PROVIDER_PROFILES) });

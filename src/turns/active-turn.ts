@@ -18,6 +18,10 @@ export class ActiveTurn {
   readonly callControllers = new Map<string, AbortController>();
   readonly childTurnIds = new Set<string>();
   deadlineTimer: NodeJS.Timeout | undefined;
+  /** Step mode for this turn; the session's switch can change it while the turn runs. */
+  stepMode = false;
+  /** The principal owning the turn's session (null when auth is off). */
+  principal: string | null = null;
   /** Set once the terminal event is out; guards every path that ends a turn. */
   finished = false;
   subscriberCount = 0;

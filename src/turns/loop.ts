@@ -15,6 +15,10 @@ import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.j
 import type { AbortReason } from "../errors.js";
 import { loopWarning } from "../tools/results.js";
 import { DEFAULT_LOOP_DETECTOR, LoopDetector, type LoopDetectorSettings } from "./loop-detector.js";
+import type { PauseOutcome, PausePhase } from "./step-control.js";
+
+/** Characters of each result shown in an after_tools pause summary. */
+const PAUSE_RESULT_PREVIEW_CHARS = 500;
 
 export type LoopPhase = "pre_inference" | "post_inference" | "post_tools";
 
@@ -69,6 +73,8 @@ export type LoopTurn = {
   /** Asks the owner of the turn to abort it (the loop never ends a turn itself). */
   requestAbort?: (reason: AbortReason) => void;
   onZombie?: (call: ToolCallRequest, state: "started" | "settled") => void;
+  /** Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off). */
+  pause?: (phase: PausePhase, summary: unknown) => Promise<PauseOutcome>;
   now?: () => number;
 };
 
@@ -111,6 +117,10 @@ export class ToolCallingLoop {
 
       const warnings = this.detectLoops(turn, detector, calls);
       if (warnings === "stop") return result("aborted", step + 1);
+      await turn.pause?.("after_inference", {
+        calls: calls.map((call) => ({ toolId: call.callId, toolName: call.name, input: call.input })),
+      });
+      if (turn.signal.aborted) return result("aborted", step + 1);
       for (const call of calls) turn.callControllers?.set(call.callId, new AbortController());
       const outcomes = await this.options.scheduler
         .runBatch(
@@ -133,6 +143,17 @@ export class ToolCallingLoop {
         });
       this.snap(turn, "post_tools", step, toolCallCount, calls, outcomes);
       if (turn.signal.aborted) return result("aborted", step + 1);
+      if (!work.aborted) {
+        await turn.pause?.("after_tools", {
+          results: calls.map((call, index) => ({
+            toolId: call.callId,
+            toolName: call.name,
+            status: outcomes[index]?.status,
+            result: outcomes[index]?.result.slice(0, PAUSE_RESULT_PREVIEW_CHARS),
+          })),
+        });
+        if (turn.signal.aborted) return result("aborted", step + 1);
+      }
       if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
     }
     return result("max_steps", maxSteps);

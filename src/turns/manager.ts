@@ -21,6 +21,7 @@ import { ActiveTurn } from "./active-turn.js";
 import { TurnEventBus } from "./event-bus.js";
 import type { LoopResult, ToolCallingLoop } from "./loop.js";
 import { turnServices } from "./turn-services.js";
+import { StepController, type PauseInfo } from "./step-control.js";
 import { ZombieRegistry, type Zombie } from "./zombie-registry.js";
 
 export type StartTurnRequest = {
@@ -29,6 +30,10 @@ export type StartTurnRequest = {
   agentId?: string;
   provider?: string;
   model?: string;
+  /** Pause at phase boundaries (DESIGN.md §5.5); defaults to the session's switch. */
+  stepMode?: boolean;
+  /** The principal starting the turn; a new session is owned by it. */
+  principal?: string | null;
 };
 
 export type ActiveTurnDetails = {
@@ -40,6 +45,7 @@ export type ActiveTurnDetails = {
   runningTools: { toolId: string; toolName: string; elapsedMs: number }[];
   toolCallCount: number;
   paused: boolean;
+  pause: PauseInfo | null;
   parentTurnId: string | null;
   childTurnIds: string[];
   depth: number;
@@ -57,6 +63,9 @@ export type TurnManagerSettings = {
   finalAnswerTimeoutMs: number;
   /** Deepest nesting of child turns (a top-level turn has depth 0). */
   maxDepth: number;
+  /** Step mode: how long a pause waits, and whether it then continues or aborts the turn. */
+  stepPauseTimeoutMs: number;
+  stepOnTimeout: "continue" | "abort";
   /** Filesystem confinement handed to tools (`ctx.allowedRoots`, `ctx.workspace`). */
   allowedRoots: readonly string[];
   workspace: string | undefined;
@@ -101,6 +110,7 @@ export class UnknownProviderError extends ReinsError {
 
 export class TurnManager {
   readonly zombies = new ZombieRegistry();
+  readonly steps: StepController;
   private readonly turns = new Map<string, ActiveTurn>();
   private readonly now: () => number;
   private readonly recorder: DecisionRecorder;
@@ -108,6 +118,11 @@ export class TurnManager {
   constructor(private readonly deps: TurnManagerDeps) {
     this.now = deps.now ?? Date.now;
     this.recorder = deps.recorder ?? NO_DECISIONS;
+    let pauseCounter = 0;
+    this.steps = new StepController(
+      { pauseTimeoutMs: deps.settings.stepPauseTimeoutMs, onTimeout: deps.settings.stepOnTimeout },
+      { now: this.now, generateId: () => `pause_${++pauseCounter}` },
+    );
   }
 
   /** Starts a turn and returns it once `turn_start` is persisted; the loop runs on in the background. */
@@ -121,7 +136,11 @@ export class TurnManager {
     if (request.sessionId !== undefined && !session) throw new SessionNotFoundError(request.sessionId);
     const busy = session && [...this.turns.values()].find((turn) => turn.sessionId === session?.id);
     if (session && busy) throw new SessionBusyError(session.id, busy.turnId);
-    session ??= store.createSession(this.deps.generateId("ses"), request.agentId ?? settings.defaultAgentId);
+    session ??= store.createSession(
+      this.deps.generateId("ses"),
+      request.agentId ?? settings.defaultAgentId,
+      request.principal ?? parent?.principal ?? null,
+    );
 
     const agentId = request.agentId ?? session.agentId;
     const model = request.model ?? (parent?.engine === engine ? parent.model : engine.defaultModel);
@@ -153,6 +172,8 @@ export class TurnManager {
       parent?.turnId ?? null,
       depth,
     );
+    turn.stepMode = request.stepMode ?? session.stepMode;
+    turn.principal = session.principal;
     this.turns.set(turnId, turn);
     parent?.childTurnIds.add(turnId);
     bus.emit({
@@ -183,6 +204,7 @@ export class TurnManager {
     const now = this.now();
     const zombies = this.zombies.list();
     return [...this.turns.values()].map((turn) => {
+      const pause = this.steps.pauseOf(turn.turnId);
       const running = [...turn.runningTools.entries()].map(([toolId, tool]) => ({
         toolId,
         toolName: tool.toolName,
@@ -196,7 +218,8 @@ export class TurnManager {
         currentTool: running.at(-1)?.toolName ?? null,
         runningTools: running,
         toolCallCount: this.deps.store.getTurn(turn.turnId)?.toolCallCount ?? 0,
-        paused: false,
+        paused: pause !== undefined,
+        pause: pause ?? null,
         parentTurnId: turn.parentTurnId,
         childTurnIds: [...turn.childTurnIds],
         depth: turn.depth,
@@ -237,6 +260,21 @@ export class TurnManager {
     this.record(turn, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
     controller.abort(new TurnAbortedError("user"));
     return true;
+  }
+
+  /** Continues a paused turn; false when the turn is not running or not waiting in that pause. */
+  continueTurn(turnId: string, pauseId: string): boolean {
+    const turn = this.turns.get(turnId);
+    return turn !== undefined && !turn.finished && this.steps.continue(turnId, pauseId);
+  }
+
+  /** The session's step-mode switch: applies to its running turn at once (off releases every wait). */
+  setSessionStepMode(sessionId: string, enabled: boolean): void {
+    this.deps.store.setSessionStepMode(sessionId, enabled);
+    for (const turn of this.turns.values()) {
+      if (turn.sessionId === sessionId) turn.stepMode = enabled;
+    }
+    if (!enabled) this.steps.releaseSession(sessionId);
   }
 
   /** Aborts every active turn and waits (bounded) for their loops to return. */
@@ -335,6 +373,22 @@ export class TurnManager {
           maxDepth: this.deps.settings.maxDepth,
         }),
         requestAbort: (reason) => this.abortTurn(turn.turnId, reason),
+        pause: async (phase, summary) => {
+          const outcome = await this.steps.pause(
+            {
+              turnId: turn.turnId,
+              sessionId: turn.sessionId,
+              signal: turn.signal,
+              stepMode: () => turn.stepMode,
+              emit,
+            },
+            phase,
+            summary,
+          );
+          if (outcome === "timed_out" && this.steps.onTimeout === "abort")
+            this.abortTurn(turn.turnId, "timeout");
+          return outcome;
+        },
         onZombie: (call, state) => {
           if (state === "started") {
             this.zombies.add({

@@ -55,7 +55,7 @@ describe("defaults", () => {
     expect(loaded.source).toBeNull();
     expect(loaded.warnings).toEqual([]);
     expect(loaded.config).toEqual({
-      server: { port: 8787, host: "127.0.0.1", bodyLimitBytes: 1_048_576 },
+      server: { port: 8787, host: "127.0.0.1", bodyLimitBytes: 1_048_576, corsOrigins: [] },
       dataDir: "./data",
       logLevel: "info",
       providers: { default: "scripted" },
@@ -67,7 +67,15 @@ describe("defaults", () => {
         overrides: {},
         system: { enabled: [], allowedRoots: [], execKillGraceMs: 2_000, maxOutputBytes: 65_536 },
       },
-      turns: { maxSteps: 25, timeoutMs: 300_000, finalAnswerTimeoutMs: 30_000, maxDepth: 3 },
+      turns: {
+        maxSteps: 25,
+        timeoutMs: 300_000,
+        finalAnswerTimeoutMs: 30_000,
+        maxDepth: 3,
+        stepPauseTimeoutMs: 30_000,
+        stepOnTimeout: "continue",
+      },
+      auth: { tokens: [], disabled: false },
       resilience: {
         retry: {},
         breaker: { failureThreshold: 5, openMs: 30_000, halfOpenSuccesses: 2 },
@@ -109,11 +117,17 @@ describe("precedence: defaults < file < environment", () => {
     writeJson("config/default.json", {
       server: { port: 9000, host: "0.0.0.0" },
       tools: { timeoutMs: 1000, idleTimeoutMs: 200 },
+      auth: { disabled: true },
     });
     const loaded = loadConfig({ TOOL_TIMEOUT_MS: "3000", PORT: "9100" }, directory);
     expect(loaded.config.tools.timeoutMs).toBe(3000);
     expect(loaded.config.tools.idleTimeoutMs).toBe(200);
-    expect(loaded.config.server).toEqual({ port: 9100, host: "0.0.0.0", bodyLimitBytes: 1_048_576 });
+    expect(loaded.config.server).toEqual({
+      port: 9100,
+      host: "0.0.0.0",
+      bodyLimitBytes: 1_048_576,
+      corsOrigins: [],
+    });
   });
 
   it("CONFIG_FILE names a file relative to cwd", () => {
@@ -152,7 +166,19 @@ describe("precedence: defaults < file < environment", () => {
 describe("every variable in ENV_BINDINGS lands in the configuration", () => {
   // Values valid for their key and, where the schema allows more than one value, unlike the default.
   const SAMPLE_BY_VARIABLE: Record<string, { text: string; value: unknown }> = {
-    HOST: { text: "0.0.0.0", value: "0.0.0.0" },
+    HOST: { text: "127.0.0.2", value: "127.0.0.2" },
+    CORS_ORIGINS: {
+      text: "https://a.example,https://b.example",
+      value: ["https://a.example", "https://b.example"],
+    },
+    AUTH_TOKENS: {
+      text: "alice:token-of-alice,bob:token:with:colons",
+      value: [
+        { principal: "alice", token: "token-of-alice" },
+        { principal: "bob", token: "token:with:colons" },
+      ],
+    },
+    STEP_ON_TIMEOUT: { text: "abort", value: "abort" },
     DATA_DIR: { text: "/var/lib/reins", value: "/var/lib/reins" },
     LOG_LEVEL: { text: "debug", value: "debug" },
     DEFAULT_PROVIDER: { text: "scripted", value: "scripted" },
@@ -166,6 +192,7 @@ describe("every variable in ENV_BINDINGS lands in the configuration", () => {
     boolean: { text: "true", value: true },
     list: { text: "a,b", value: ["a", "b"] },
     "path-list": { text: "/srv/a:/srv/b", value: ["/srv/a", "/srv/b"] },
+    tokens: { text: "ops:a-long-token", value: [{ principal: "ops", token: "a-long-token" }] },
   };
 
   it.each(ENV_BINDINGS.map((binding) => [binding.variable, binding] as const))("%s", (variable, binding) => {
@@ -366,5 +393,30 @@ describe("config regressions", () => {
     writeJson("config/default.json", { tools: { overrides: { fetch: { idleTimeoutMs: 1_000 } } } });
     const { config } = loadConfig({}, directory);
     expect(config.tools.overrides.fetch).toEqual({ idleTimeoutMs: 1_000 });
+  });
+});
+
+describe("exposure and auth settings", () => {
+  it("refuses a non-loopback HOST without tokens, naming both keys", () => {
+    const error = configErrorOf(() => loadConfig({ HOST: "0.0.0.0" }, directory));
+    expect(error.message).toContain("server.host (HOST)");
+    expect(error.message).toContain("AUTH_TOKENS");
+  });
+
+  it.each([
+    ["tokens", { HOST: "0.0.0.0", AUTH_TOKENS: "ops:a-long-token" }],
+    ["AUTH_DISABLED", { HOST: "0.0.0.0", AUTH_DISABLED: "true" }],
+    ["a loopback host", { HOST: "127.0.0.5" }],
+  ])("allows it with %s", (_name, env) => {
+    expect(() => loadConfig(env, directory)).not.toThrow();
+  });
+
+  it.each([
+    ["a pair without a colon", "alice", "principal:token pairs"],
+    ["a token listed twice", "alice:same-token,bob:same-token", "a token is listed twice"],
+    ["a principal listed twice", "alice:token-one-x,alice:token-two-y", "a principal is listed twice"],
+    ["a short token", "alice:short", "auth.tokens"],
+  ])("rejects AUTH_TOKENS with %s", (_name, value, message) => {
+    expect(configErrorOf(() => loadConfig({ AUTH_TOKENS: value }, directory)).message).toContain(message);
   });
 });

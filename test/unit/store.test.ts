@@ -97,6 +97,7 @@ describe("SqliteHistoryStore", () => {
     expect(versions()).toEqual([
       { version: 1, name: "001_initial.sql" },
       { version: 2, name: "002_turn_trace.sql" },
+      { version: 3, name: "003_session_owner_and_step_mode.sql" },
     ]);
     startTurn(first);
     first.close();
@@ -105,6 +106,7 @@ describe("SqliteHistoryStore", () => {
     expect(second.db.prepare("SELECT version, name FROM schema_migrations ORDER BY version").all()).toEqual([
       { version: 1, name: "001_initial.sql" },
       { version: 2, name: "002_turn_trace.sql" },
+      { version: 3, name: "003_session_owner_and_step_mode.sql" },
     ]);
     expect(migrate(second.db)).toEqual([]);
     expect(summary(second)).toEqual(["0 user: go"]);
@@ -329,12 +331,15 @@ describe("a database built by schema version 1", () => {
     expect(store.db.prepare("SELECT version FROM schema_migrations ORDER BY version").all()).toEqual([
       { version: 1 },
       { version: 2 },
+      { version: 3 },
     ]);
     expect(store.getSession("ses_v1")).toEqual({
       id: "ses_v1",
       agentId: "default",
       createdAt: 1700000001000,
       updatedAt: 1700000009000,
+      principal: null,
+      stepMode: false,
     });
     expect(store.getHistory("ses_v1").map(({ createdAt: _createdAt, ...block }) => block)).toEqual([
       {

@@ -240,6 +240,7 @@ describe("TurnManager: abort", () => {
         runningTools: [{ toolId: expect.any(String), toolName: "hang", elapsedMs: expect.any(Number) }],
         toolCallCount: 1,
         paused: false,
+        pause: null,
         parentTurnId: null,
         childTurnIds: [],
         depth: 0,

@@ -1,0 +1,44 @@
+/**
+ * The transcript renderer (DESIGN.md §5.6): canonical history → a transcript the selected provider
+ * accepts, with diagnostics; provider profiles; id projection; the context budget; shape adapters.
+ */
+export { renderTranscript } from "./render.js";
+export { renderProviderRequest, type ProviderRequestMessages } from "./request.js";
+export {
+  PROFILES,
+  PROFILE_NAMES,
+  TOOL_NAME_PATTERN,
+  getProfile,
+  isProfileName,
+  type IdFormat,
+  type ProfileName,
+  type ProviderFormat,
+  type ProviderProfile,
+  type ShapeQuirks,
+  type ThinkingPolicy,
+} from "./profiles.js";
+export {
+  ID_PATTERNS,
+  OPENAI_MAX_ID_LENGTH,
+  isWellFormedId,
+  projectCallIds,
+  type IdProjection,
+  type ProjectableCall,
+} from "./ids.js";
+export {
+  CHARACTERS_PER_TOKEN,
+  applyBudget,
+  estimateMessageTokens,
+  estimateTranscriptTokens,
+  type BudgetOutcome,
+} from "./budget.js";
+export { sanitizeToolName } from "./tool-names.js";
+export { CONTINUE_TEXT, EMPTY_RESULT_TEXT, NO_REPLY_BRIDGE_TEXT, missingResultText, omittedTurnsSummary } from "./wording.js";
+export { toAnthropicRequestMessages } from "./adapters-anthropic.js";
+export {
+  toOpenAIChatMessages,
+  type AssistantMessageWithReasoning,
+  type OpenAIChatMessage,
+  type ToolMessageWithName,
+} from "./adapters-openai.js";
+export type * from "./types.js";

@@ -1,0 +1,142 @@
+/**
+ * Every API route, declared once with its zod schemas (DESIGN.md §3). The same declarations validate
+ * requests (through @hono/zod-openapi) and generate `GET /openapi.json`.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  continueBodySchema,
+  emptyQuerySchema,
+  eventsHeadersSchema,
+  eventsQuerySchema,
+  sessionParamsSchema,
+  startTurnBodySchema,
+  stepModeBodySchema,
+  toolParamsSchema,
+  transcriptQuerySchema,
+  turnParamsSchema,
+} from "./schemas.js";
+
+const errorSchema = z
+  .object({ error: z.string(), code: z.string() })
+  .catchall(z.unknown())
+  .openapi("Error", { description: "A client mistake or a missing resource: a message and a stable code." });
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { "application/json": { schema } },
+  description,
+});
+const errors = {
+  400: json(errorSchema, "Invalid input; the message names the field"),
+  401: json(errorSchema, "Missing or invalid bearer token (when auth is on)"),
+  404: json(errorSchema, "Unknown, or not yours"),
+};
+const eventStream = {
+  content: { "text/event-stream": { schema: z.string() } },
+  description:
+    "Server-Sent Events: `id: <seq>`, `event: <type>`, `data: <json>`; `ping` every 15 s of silence",
+};
+const ok = z.object({ ok: z.literal(true) }).catchall(z.unknown());
+
+export const startTurnRoute = createRoute({
+  method: "post",
+  path: "/sessions/stream",
+  summary: "Start a turn and stream its events",
+  request: { body: { content: { "application/json": { schema: startTurnBodySchema } }, required: true } },
+  responses: {
+    200: eventStream,
+    ...errors,
+    409: json(errorSchema, "The session already has a running turn"),
+    413: json(errorSchema, "Body too large"),
+    415: json(errorSchema, "Content-Type is not application/json"),
+  },
+});
+
+export const historyRoute = createRoute({
+  method: "get",
+  path: "/sessions/{id}/history",
+  summary: "A session's canonical history and its turns",
+  request: { params: sessionParamsSchema, query: emptyQuerySchema },
+  responses: {
+    200: json(z.object({ sessionId: z.string() }).catchall(z.unknown()), "Canonical history"),
+    ...errors,
+  },
+});
+
+export const transcriptRoute = createRoute({
+  method: "get",
+  path: "/sessions/{id}/transcript",
+  summary: "The session rendered for a provider, with diagnostics",
+  request: { params: sessionParamsSchema, query: transcriptQuerySchema },
+  responses: {
+    200: json(z.object({ provider: z.string() }).catchall(z.unknown()), "Rendered transcript"),
+    ...errors,
+  },
+});
+
+export const stepModeRoute = createRoute({
+  method: "post",
+  path: "/sessions/{id}/step-mode",
+  summary: "Switch step mode for a session (off releases every pause at once)",
+  request: {
+    params: sessionParamsSchema,
+    body: { content: { "application/json": { schema: stepModeBodySchema } }, required: true },
+  },
+  responses: { 200: json(ok, "Switched"), ...errors, 415: json(errorSchema, "Not JSON") },
+});
+
+export const activeTurnsRoute = createRoute({
+  method: "get",
+  path: "/turns/active",
+  summary: "Running turns, their tools, pauses and zombies",
+  request: { query: emptyQuerySchema },
+  responses: {
+    200: json(z.object({ turns: z.array(z.unknown()) }).catchall(z.unknown()), "Active turns"),
+    ...errors,
+  },
+});
+
+export const abortTurnRoute = createRoute({
+  method: "post",
+  path: "/turns/{id}/abort",
+  summary: "Abort a running turn",
+  request: { params: turnParamsSchema },
+  responses: { 200: json(ok, "Aborted"), ...errors },
+});
+
+export const abortToolRoute = createRoute({
+  method: "post",
+  path: "/turns/{id}/tools/{toolId}/abort",
+  summary: "Cancel one running tool call; the turn continues",
+  request: { params: toolParamsSchema },
+  responses: { 200: json(ok, "Cancelled"), ...errors },
+});
+
+export const continueRoute = createRoute({
+  method: "post",
+  path: "/turns/{id}/continue",
+  summary: "Continue a paused turn (step mode)",
+  request: {
+    params: turnParamsSchema,
+    body: { content: { "application/json": { schema: continueBodySchema } }, required: true },
+  },
+  responses: { 200: json(ok, "Continued"), ...errors, 415: json(errorSchema, "Not JSON") },
+});
+
+export const eventsRoute = createRoute({
+  method: "get",
+  path: "/turns/{id}/events",
+  summary: "Replay a turn's events after Last-Event-ID, then follow it live",
+  request: { params: turnParamsSchema, query: eventsQuerySchema, headers: eventsHeadersSchema },
+  responses: { 200: eventStream, ...errors },
+});
+
+export const traceRoute = createRoute({
+  method: "get",
+  path: "/turns/{id}/trace",
+  summary: "Every decision the framework made in a turn",
+  request: { params: turnParamsSchema, query: emptyQuerySchema },
+  responses: {
+    200: json(z.object({ turnId: z.string(), entries: z.array(z.unknown()) }), "The trace"),
+    ...errors,
+  },
+});
