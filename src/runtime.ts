@@ -12,6 +12,8 @@ import type { HistoryStore } from "./history/store.js";
 import { DecisionLog } from "./observability/decision-log.js";
 import { Metrics } from "./observability/metrics.js";
 import type { ModelEngine } from "./providers/engine.js";
+import { AnthropicEngine } from "./providers/anthropic.js";
+import { OpenAICompatibleEngine } from "./providers/openai-compatible.js";
 import { ScriptedModel } from "./providers/scripted.js";
 import { builtinTools } from "./tools/builtin/index.js";
 import { ToolRegistry } from "./tools/registry.js";
@@ -53,6 +55,45 @@ export type Runtime = {
   manager: TurnManager;
   metrics: Metrics;
 };
+
+/** An engine for every provider whose key is configured. */
+function providerEngines(config: Config, logger: Logger): ModelEngine[] {
+  const { anthropic, openai, kimi, mistral } = config.providers;
+  const engines: ModelEngine[] = [];
+  if (anthropic.apiKey) {
+    engines.push(
+      new AnthropicEngine({
+        apiKey: anthropic.apiKey,
+        baseUrl: anthropic.baseUrl,
+        model: anthropic.model,
+        maxTokens: anthropic.maxTokens,
+        thinkingBudgetTokens: anthropic.thinkingBudgetTokens,
+        contextBudgetTokens: anthropic.contextBudgetTokens,
+        logger,
+      }),
+    );
+  }
+  for (const [profile, settings] of [
+    ["openai", openai],
+    ["kimi", kimi],
+    ["mistral", mistral],
+  ] as const) {
+    if (!settings.apiKey) continue;
+    engines.push(
+      new OpenAICompatibleEngine({
+        profile,
+        apiKey: settings.apiKey,
+        baseUrl: settings.baseUrl,
+        model: settings.model,
+        maxTokens: settings.maxTokens,
+        thinking: "thinking" in settings ? settings.thinking : false,
+        contextBudgetTokens: settings.contextBudgetTokens,
+        logger,
+      }),
+    );
+  }
+  return engines;
+}
 
 export function createRuntime(config: Config, options: RuntimeOptions = {}): Runtime {
   const logger = options.logger ?? pino({ level: config.logLevel });
@@ -108,8 +149,13 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     },
   });
   const engines = new Map<string, ModelEngine>();
-  for (const engine of [new ScriptedModel(), ...(options.engines ?? [])])
+  for (const engine of [
+    new ScriptedModel(),
+    ...providerEngines(config, logger),
+    ...(options.engines ?? []),
+  ]) {
     engines.set(engine.provider, engine);
+  }
   const allowedRoots = system.allowedRoots.map((root) => resolve(root));
   const manager = new TurnManager({
     store,
@@ -122,7 +168,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     openCircuits: () => breakers.openCircuits(),
     onTurnEnded: (outcome, durationMs) => metrics.turnEnded(outcome, durationMs),
     settings: {
-      defaultProvider: config.providers.default,
+      defaultProvider: config.providers.default ?? "scripted",
       defaultAgentId: "default",
       onDisconnect: config.stream.onDisconnect,
       disconnectGraceMs: config.stream.disconnectGraceMs,

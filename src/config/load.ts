@@ -7,7 +7,7 @@ import { delimiter, resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { clampTimeouts } from "./clamp.js";
 import { CONFIG_FILE_VARIABLE, DEFAULT_CONFIG_FILE, ENV_BINDINGS, type EnvBinding } from "./env.js";
-import { configSchema, type Config } from "./schema.js";
+import { configSchema, type Config, type ProviderName } from "./schema.js";
 
 export type LoadedConfig = { config: Config; warnings: string[]; source: string | null };
 
@@ -60,7 +60,21 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
     warnings.push(...clamped.warnings);
   }
   checkExposure(config);
+  config.providers.default = defaultProvider(config);
   return { config, warnings };
+}
+
+const KEYED_PROVIDERS = ["anthropic", "openai", "kimi", "mistral"] as const;
+
+/** DESIGN.md §7: `scripted` unless a provider key is set; a named default must have its key. */
+function defaultProvider(config: Config): ProviderName {
+  const named = config.providers.default;
+  if (named !== undefined && named !== "scripted" && !config.providers[named].apiKey) {
+    throw new ConfigError(
+      `providers.default (DEFAULT_PROVIDER) is "${named}" but providers.${named}.apiKey (${named.toUpperCase()}_API_KEY) is not set`,
+    );
+  }
+  return named ?? KEYED_PROVIDERS.find((name) => config.providers[name].apiKey) ?? "scripted";
 }
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "::1", "localhost"]);

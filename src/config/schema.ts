@@ -13,6 +13,21 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
 export const DEFAULT_TURN_TIMEOUT_MS = 300_000;
 
 export const SYSTEM_TOOL_NAMES = ["exec", "read_file", "web_fetch"] as const;
+export const PROVIDER_NAMES = ["scripted", "anthropic", "openai", "kimi", "mistral"] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
+
+/** A model provider's access: key, base URL (the official one when unset), model, context budget. */
+function providerSchema(defaultModel: string, defaultBaseUrl?: string) {
+  return z.strictObject({
+    apiKey: z.string().min(1).optional(),
+    baseUrl:
+      defaultBaseUrl === undefined ? z.string().url().optional() : z.string().url().default(defaultBaseUrl),
+    model: z.string().min(1).default(defaultModel),
+    maxTokens: z.number().int().positive().optional(),
+    /** Overrides the profile's context budget (estimated tokens) for rendered transcripts. */
+    contextBudgetTokens: z.number().int().positive().optional(),
+  });
+}
 
 const milliseconds = z.number().int();
 const positiveMilliseconds = z.number().int().positive();
@@ -66,7 +81,23 @@ export const configSchema = z.strictObject({
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   providers: z
     .strictObject({
-      default: z.enum(["scripted"]).default("scripted"),
+      /** Provider for turns that name none; unset: the first provider with a key, else `scripted`. */
+      default: z.enum(PROVIDER_NAMES).optional(),
+      anthropic: providerSchema("claude-sonnet-4-5")
+        .extend({
+          maxTokens: z.number().int().positive().default(4096),
+          /** Extended thinking budget (tokens); 0 = off. */
+          thinkingBudgetTokens: z.number().int().min(0).default(0),
+        })
+        .prefault({}),
+      openai: providerSchema("gpt-4.1").prefault({}),
+      kimi: providerSchema("kimi-k2-0905-preview", "https://api.moonshot.ai/v1")
+        .extend({
+          /** Send and keep `reasoning_content` (thinking models). */
+          thinking: z.boolean().default(false),
+        })
+        .prefault({}),
+      mistral: providerSchema("mistral-large-latest", "https://api.mistral.ai/v1").prefault({}),
     })
     .prefault({}),
   tools: z

@@ -19,7 +19,9 @@ import {
   startTurnRoute,
   stepModeRoute,
   traceRoute,
+  transcriptRoute,
 } from "./route-definitions.js";
+import { renderProviderRequest } from "../history/render/index.js";
 import { streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
 
@@ -64,6 +66,32 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
         stepMode: session.stepMode,
         turns: store.listTurns({ sessionId: id }),
         blocks: store.getHistory(id),
+      },
+      200,
+    );
+  });
+
+  api.openapi(transcriptRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const { provider } = context.req.valid("query");
+    ownSession(context.get("principal"), id);
+    const settings = deps.config.providers[provider];
+    const rendered = renderProviderRequest(store.getHistory(id), provider, {
+      thinking:
+        provider === "anthropic"
+          ? deps.config.providers.anthropic.thinkingBudgetTokens > 0
+          : provider === "kimi" && deps.config.providers.kimi.thinking,
+      model: settings.model,
+      budgetTokens: settings.contextBudgetTokens,
+    });
+    return context.json(
+      {
+        sessionId: id,
+        provider,
+        format: rendered.format,
+        thinking: rendered.thinking,
+        messages: rendered.messages,
+        diagnostics: rendered.diagnostics,
       },
       200,
     );

@@ -30,7 +30,15 @@ export type Decision =
   | (CallRef & { kind: "loop"; repeats: number; action: "warn" | "stop" })
   | { kind: "turn_deadline"; timeoutMs: number; closedCalls: number }
   | { kind: "abort"; reason: AbortReason; closedCalls: number }
-  | { kind: "child_turn"; childTurnId: string; agentId: string; callId: string };
+  | { kind: "child_turn"; childTurnId: string; agentId: string; callId: string }
+  | { kind: "model_retry"; provider: string; attempt: number; delayMs: number; error: string }
+  | {
+      kind: "model_error";
+      provider: string;
+      status: number | null;
+      classification: Classification;
+      error: string;
+    };
 
 export type DecisionKind = Decision["kind"];
 

@@ -16,6 +16,13 @@ import type { AbortReason } from "../errors.js";
 import { loopWarning } from "../tools/results.js";
 import { DEFAULT_LOOP_DETECTOR, LoopDetector, type LoopDetectorSettings } from "./loop-detector.js";
 import type { PauseOutcome, PausePhase } from "./step-control.js";
+import { ProviderError } from "../providers/provider-error.js";
+import {
+  abortableDelay,
+  decideRetry,
+  DEFAULT_RETRY_POLICY,
+  type RetryPolicy,
+} from "../tools/resilience/retry-policy.js";
 
 /** Characters of each result shown in an after_tools pause summary. */
 const PAUSE_RESULT_PREVIEW_CHARS = 500;
@@ -46,6 +53,9 @@ export type LoopOptions = {
   onCallEnded?: (call: ToolCallRequest, outcome: ToolOutcome) => void;
   recorder?: DecisionRecorder;
   loopDetector?: LoopDetectorSettings;
+  /** Retries of transient model failures (429, 5xx, network) that happen before any output. */
+  modelRetry?: RetryPolicy;
+  random?: () => number;
 };
 
 /** What one turn gives the loop. */
@@ -196,8 +206,59 @@ export class ToolCallingLoop {
     return "timeout";
   }
 
-  /** Streams one inference, emitting deltas; returns the assistant message as canonical blocks. */
+  /**
+   * One inference, retried like a transient tool failure when the provider fails with 429/5xx or a
+   * network error before it streamed anything; other failures end the turn (the caller reports them).
+   */
   private async infer(turn: LoopTurn, signal: AbortSignal, toolChoice: "auto" | "none") {
+    const policy = this.options.modelRetry ?? DEFAULT_RETRY_POLICY;
+    const recorder = this.options.recorder ?? NO_DECISIONS;
+    const startedAt = (turn.now ?? Date.now)();
+    for (let attempts = 1; ; attempts++) {
+      const progress = { produced: false };
+      try {
+        return await this.streamInference(turn, signal, toolChoice, progress);
+      } catch (error) {
+        if (!(error instanceof ProviderError)) throw error;
+        const decision =
+          error.classification === "transient" && !progress.produced
+            ? decideRetry(policy, attempts, (turn.now ?? Date.now)() - startedAt, this.options.random)
+            : undefined;
+        if (!decision?.retry) {
+          recorder.record(turn.turnId, {
+            kind: "model_error",
+            provider: error.provider,
+            status: error.status ?? null,
+            classification: error.classification,
+            error: error.providerMessage,
+          });
+          throw error;
+        }
+        recorder.record(turn.turnId, {
+          kind: "model_retry",
+          provider: error.provider,
+          attempt: attempts + 1,
+          delayMs: decision.delayMs,
+          error: error.message,
+        });
+        turn.emit({
+          type: "error",
+          code: "model_retry",
+          message: `${error.message} — retrying in ${decision.delayMs}ms (attempt ${attempts + 1})`,
+        });
+        if (!(await abortableDelay(decision.delayMs, [signal])))
+          return { blocks: [], calls: [], stopReason: "end_turn" as const };
+      }
+    }
+  }
+
+  /** Streams one inference, emitting deltas; returns the assistant message as canonical blocks. */
+  private async streamInference(
+    turn: LoopTurn,
+    signal: AbortSignal,
+    toolChoice: "auto" | "none",
+    progress: { produced: boolean },
+  ) {
     const request = {
       turnId: turn.turnId,
       sessionId: turn.sessionId,
@@ -230,6 +291,7 @@ export class ToolCallingLoop {
     try {
       for await (const event of turn.engine.stream(request, signal)) {
         if (signal.aborted) break;
+        progress.produced = true;
         switch (event.type) {
           case "text_delta":
             flushThinking();

@@ -58,7 +58,13 @@ describe("defaults", () => {
       server: { port: 8787, host: "127.0.0.1", bodyLimitBytes: 1_048_576, corsOrigins: [] },
       dataDir: "./data",
       logLevel: "info",
-      providers: { default: "scripted" },
+      providers: {
+        default: "scripted",
+        anthropic: { model: "claude-sonnet-4-5", maxTokens: 4096, thinkingBudgetTokens: 0 },
+        openai: { model: "gpt-4.1" },
+        kimi: { baseUrl: "https://api.moonshot.ai/v1", model: "kimi-k2-0905-preview", thinking: false },
+        mistral: { baseUrl: "https://api.mistral.ai/v1", model: "mistral-large-latest" },
+      },
       tools: {
         timeoutMs: 120_000,
         idleTimeoutMs: 0,
@@ -179,6 +185,12 @@ describe("every variable in ENV_BINDINGS lands in the configuration", () => {
       ],
     },
     STEP_ON_TIMEOUT: { text: "abort", value: "abort" },
+    ...Object.fromEntries(
+      ["ANTHROPIC", "OPENAI", "MISTRAL", "KIMI"].map((name) => [
+        `${name}_BASE_URL`,
+        { text: "http://127.0.0.1:9999/v1", value: "http://127.0.0.1:9999/v1" },
+      ]),
+    ),
     DATA_DIR: { text: "/var/lib/reins", value: "/var/lib/reins" },
     LOG_LEVEL: { text: "debug", value: "debug" },
     DEFAULT_PROVIDER: { text: "scripted", value: "scripted" },
@@ -418,5 +430,23 @@ describe("exposure and auth settings", () => {
     ["a short token", "alice:short", "auth.tokens"],
   ])("rejects AUTH_TOKENS with %s", (_name, value, message) => {
     expect(configErrorOf(() => loadConfig({ AUTH_TOKENS: value }, directory)).message).toContain(message);
+  });
+});
+
+describe("default provider", () => {
+  it.each([
+    ["no key", {}, "scripted"],
+    ["an OpenAI key", { OPENAI_API_KEY: "sk-1" }, "openai"],
+    ["Anthropic and Mistral keys", { MISTRAL_API_KEY: "m-1", ANTHROPIC_API_KEY: "a-1" }, "anthropic"],
+    ["a named default", { KIMI_API_KEY: "k-1", OPENAI_API_KEY: "o-1", DEFAULT_PROVIDER: "kimi" }, "kimi"],
+    ["scripted named despite a key", { OPENAI_API_KEY: "o-1", DEFAULT_PROVIDER: "scripted" }, "scripted"],
+  ])("with %s is %s", (_name, env, expected) => {
+    expect(loadConfig(env, directory).config.providers.default).toBe(expected);
+  });
+
+  it("refuses a default provider without its key, naming both", () => {
+    const error = configErrorOf(() => loadConfig({ DEFAULT_PROVIDER: "mistral" }, directory));
+    expect(error.message).toContain("providers.default (DEFAULT_PROVIDER)");
+    expect(error.message).toContain("MISTRAL_API_KEY");
   });
 });

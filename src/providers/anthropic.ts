@@ -1,0 +1,156 @@
+/**
+ * The Anthropic Messages engine (official SDK, streaming). The session's canonical history is rendered
+ * for the `anthropic` profile on every inference; the SDK's own retries are off so that transient
+ * failures are retried — and traced — by the loop like any other. Aborting the turn's signal aborts the
+ * HTTP request.
+ */
+import Anthropic, { APIError, APIUserAbortError } from "@anthropic-ai/sdk";
+import type {
+  MessageCreateParamsStreaming,
+  RawMessageStreamEvent,
+} from "@anthropic-ai/sdk/resources/messages";
+import type { Logger } from "pino";
+import { renderProviderRequest } from "../history/render/index.js";
+import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
+import { ProviderError, providerMessageOf } from "./provider-error.js";
+import { parseToolArguments } from "./tool-arguments.js";
+
+export type AnthropicEngineOptions = {
+  apiKey: string;
+  baseUrl?: string;
+  model: string;
+  maxTokens: number;
+  /** Extended thinking budget in tokens; 0 turns thinking off. */
+  thinkingBudgetTokens: number;
+  /** Overrides the profile's context budget (estimated tokens). */
+  contextBudgetTokens?: number;
+  logger: Logger;
+};
+
+export class AnthropicEngine implements ModelEngine {
+  readonly provider = "anthropic";
+  readonly defaultModel: string;
+  private readonly client: Anthropic;
+
+  constructor(private readonly options: AnthropicEngineOptions) {
+    this.defaultModel = options.model;
+    this.client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseUrl ?? null, maxRetries: 0 });
+  }
+
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
+    const thinking = this.options.thinkingBudgetTokens > 0;
+    const rendered = renderProviderRequest(request.history, "anthropic", {
+      thinking,
+      model: request.model,
+      budgetTokens: this.options.contextBudgetTokens,
+    });
+    if (rendered.format !== "anthropic-messages")
+      throw new Error("anthropic profile rendered a non-Anthropic request");
+    const body: MessageCreateParamsStreaming = {
+      model: request.model,
+      max_tokens: this.options.maxTokens,
+      messages: rendered.messages,
+      stream: true,
+      ...(request.tools.length > 0
+        ? {
+            tools: request.tools.map((tool) => ({
+              name: tool.name,
+              description: tool.description,
+              input_schema: { type: "object" as const, ...tool.inputSchema },
+            })),
+            tool_choice:
+              request.toolChoice === "none" ? { type: "none" as const } : { type: "auto" as const },
+          }
+        : {}),
+      ...(rendered.thinking
+        ? { thinking: { type: "enabled" as const, budget_tokens: this.options.thinkingBudgetTokens } }
+        : {}),
+    };
+
+    const tools = new Map<number, { id: string; name: string; json: string }>();
+    let stopReason: ModelStopReason = "end_turn";
+    try {
+      const events = await this.client.messages.create(body, { signal });
+      for await (const event of events as AsyncIterable<RawMessageStreamEvent>) {
+        switch (event.type) {
+          case "content_block_start":
+            if (event.content_block.type === "tool_use") {
+              tools.set(event.index, {
+                id: event.content_block.id,
+                name: event.content_block.name,
+                json: "",
+              });
+            }
+            break;
+          case "content_block_delta": {
+            const delta = event.delta;
+            if (delta.type === "text_delta") yield { type: "text_delta", text: delta.text };
+            else if (delta.type === "thinking_delta") yield { type: "thinking_delta", text: delta.thinking };
+            else if (delta.type === "signature_delta")
+              yield { type: "thinking_signature", signature: delta.signature };
+            else if (delta.type === "input_json_delta") {
+              const tool = tools.get(event.index);
+              if (tool) tool.json += delta.partial_json;
+            }
+            break;
+          }
+          case "content_block_stop": {
+            const tool = tools.get(event.index);
+            if (tool)
+              yield { type: "tool_call", id: tool.id, name: tool.name, input: parseToolArguments(tool.json) };
+            break;
+          }
+          case "message_delta":
+            stopReason = mapStopReason(event.delta.stop_reason);
+            break;
+          default:
+            break;
+        }
+      }
+    } catch (error) {
+      if (signal.aborted || error instanceof APIUserAbortError) throw error;
+      const failure = toProviderError(error);
+      this.options.logger.error(
+        {
+          provider: this.provider,
+          model: request.model,
+          status: failure.status,
+          error: failure.providerMessage,
+          messageCount: body.messages.length,
+          diagnostics: rendered.diagnostics,
+        },
+        "model request failed",
+      );
+      throw failure;
+    }
+    yield { type: "stop", reason: stopReason };
+  }
+}
+
+function toProviderError(error: unknown): ProviderError {
+  if (error instanceof APIError) {
+    return new ProviderError("anthropic", error.status, providerMessageOf(error.error, error.message), {
+      cause: error,
+    });
+  }
+  return new ProviderError("anthropic", undefined, (error as Error)?.message ?? String(error), {
+    cause: error,
+  });
+}
+
+function mapStopReason(reason: string | null | undefined): ModelStopReason {
+  switch (reason) {
+    case "tool_use":
+      return "tool_use";
+    case "max_tokens":
+      return "max_tokens";
+    case "stop_sequence":
+      return "stop_sequence";
+    case "end_turn":
+    case null:
+    case undefined:
+      return "end_turn";
+    default:
+      return "other";
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The OpenAI Chat Completions engine (official SDK, streaming), with a profile per provider that speaks
+ * it: `openai`, `kimi` (Moonshot) and `mistral` — each its own base URL, tool-call id format and
+ * message-shape rules, all applied by the renderer. Tool-call fragments are joined by index and
+ * emitted whole when the stream ends. The SDK's own retries are off (the loop retries and traces);
+ * aborting the turn's signal aborts the request.
+ */
+import OpenAI, { APIError, APIUserAbortError } from "openai";
+import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
+import type { Logger } from "pino";
+import { renderProviderRequest } from "../history/render/index.js";
+import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
+import { ProviderError, providerMessageOf } from "./provider-error.js";
+import { parseToolArguments } from "./tool-arguments.js";
+
+export type OpenAIProfileName = "openai" | "kimi" | "mistral";
+
+export type OpenAICompatibleEngineOptions = {
+  profile: OpenAIProfileName;
+  apiKey: string;
+  baseUrl?: string;
+  model: string;
+  maxTokens?: number;
+  /** Kimi: send and keep `reasoning_content` (thinking). */
+  thinking?: boolean;
+  contextBudgetTokens?: number;
+  logger: Logger;
+};
+
+type PendingCall = { id: string; name: string; arguments: string };
+
+export class OpenAICompatibleEngine implements ModelEngine {
+  readonly provider: OpenAIProfileName;
+  readonly defaultModel: string;
+  private readonly client: OpenAI;
+
+  constructor(private readonly options: OpenAICompatibleEngineOptions) {
+    this.provider = options.profile;
+    this.defaultModel = options.model;
+    this.client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseUrl, maxRetries: 0 });
+  }
+
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
+    const rendered = renderProviderRequest(request.history, this.provider, {
+      thinking: this.options.thinking === true,
+      model: request.model,
+      budgetTokens: this.options.contextBudgetTokens,
+    });
+    if (rendered.format !== "openai-chat")
+      throw new Error(`${this.provider} profile rendered a non-OpenAI request`);
+    const body: ChatCompletionCreateParamsStreaming = {
+      model: request.model,
+      messages: rendered.messages,
+      stream: true,
+      ...(this.options.maxTokens ? { max_tokens: this.options.maxTokens } : {}),
+      ...(request.tools.length > 0
+        ? {
+            tools: request.tools.map((tool) => ({
+              type: "function" as const,
+              function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+            })),
+            tool_choice: request.toolChoice === "none" ? ("none" as const) : ("auto" as const),
+          }
+        : {}),
+    };
+
+    const calls = new Map<number, PendingCall>();
+    let stopReason: ModelStopReason = "end_turn";
+    try {
+      const chunks = await this.client.chat.completions.create(body, { signal });
+      for await (const chunk of chunks) {
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        const delta = choice.delta as typeof choice.delta & { reasoning_content?: string | null };
+        if (delta.reasoning_content) yield { type: "thinking_delta", text: delta.reasoning_content };
+        if (delta.content) yield { type: "text_delta", text: delta.content };
+        for (const fragment of delta.tool_calls ?? []) {
+          const call = calls.get(fragment.index) ?? { id: "", name: "", arguments: "" };
+          if (fragment.id) call.id = fragment.id;
+          if (fragment.function?.name) call.name += fragment.function.name;
+          if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
+          calls.set(fragment.index, call);
+        }
+        if (choice.finish_reason) stopReason = mapFinishReason(choice.finish_reason);
+      }
+    } catch (error) {
+      if (signal.aborted || error instanceof APIUserAbortError) throw error;
+      const failure = this.toProviderError(error);
+      this.options.logger.error(
+        {
+          provider: this.provider,
+          model: request.model,
+          status: failure.status,
+          error: failure.providerMessage,
+          messageCount: body.messages.length,
+          diagnostics: rendered.diagnostics,
+        },
+        "model request failed",
+      );
+      throw failure;
+    }
+    for (const [, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
+      yield { type: "tool_call", id: call.id, name: call.name, input: parseToolArguments(call.arguments) };
+    }
+    yield { type: "stop", reason: calls.size > 0 ? "tool_use" : stopReason };
+  }
+
+  private toProviderError(error: unknown): ProviderError {
+    if (error instanceof APIError) {
+      return new ProviderError(this.provider, error.status, providerMessageOf(error.error, error.message), {
+        cause: error,
+      });
+    }
+    return new ProviderError(this.provider, undefined, (error as Error)?.message ?? String(error), {
+      cause: error,
+    });
+  }
+}
+
+function mapFinishReason(reason: string): ModelStopReason {
+  switch (reason) {
+    case "tool_calls":
+    case "function_call":
+      return "tool_use";
+    case "length":
+      return "max_tokens";
+    case "stop":
+      return "end_turn";
+    default:
+      return "other";
+  }
+}

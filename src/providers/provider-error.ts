@@ -1,0 +1,50 @@
+/**
+ * A model provider's failure, classified like a tool failure (DESIGN.md §5.4): 408/409/425/429/5xx
+ * and network errors are transient and retried by the loop; other 4xx are permanent and end the turn
+ * with an `error` event that quotes the provider's own message.
+ */
+import { ModelError } from "../errors.js";
+import { classifyError } from "../tools/resilience/classify.js";
+import type { Classification } from "../tools/resilience/tool-error.js";
+
+export class ProviderError extends ModelError {
+  readonly provider: string;
+  readonly status: number | undefined;
+  readonly classification: Classification;
+  /** The provider's own error message, verbatim. */
+  readonly providerMessage: string;
+
+  constructor(
+    provider: string,
+    status: number | undefined,
+    providerMessage: string,
+    options: { cause?: unknown } = {},
+  ) {
+    const classification =
+      status === 409 ? "transient" : classifyError({ status, cause: options.cause }).classification;
+    super(
+      `${provider} ${status === undefined ? "request failed" : `returned ${status}`}: ${providerMessage}`,
+      { data: { provider, status, classification }, cause: options.cause },
+    );
+    this.provider = provider;
+    this.status = status;
+    this.classification = status === undefined ? "transient" : classification;
+    this.providerMessage = providerMessage;
+  }
+}
+
+/** The message inside a provider's error body (Anthropic, OpenAI and Mistral shapes), else a fallback. */
+export function providerMessageOf(body: unknown, fallback: string): string {
+  if (typeof body !== "object" || body === null) return fallback;
+  const record = body as Record<string, unknown>;
+  const nested = record.error;
+  if (
+    typeof nested === "object" &&
+    nested !== null &&
+    typeof (nested as Record<string, unknown>).message === "string"
+  ) {
+    return (nested as Record<string, string>).message as string;
+  }
+  if (typeof record.message === "string") return record.message;
+  return fallback;
+}

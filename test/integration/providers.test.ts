@@ -1,0 +1,309 @@
+/**
+ * The real providers end to end: the real server talks through the official SDKs to wire-compatible
+ * fake provider servers that reject any request breaking PROVIDERS.md with the provider's real error.
+ * Scenarios: a five-call batch aborted after two results then continued on another provider; a crash
+ * mid-batch, restart, continue; the four profiles in turn on one session; a 429 then success; a 400
+ * surfaced to the client; an abort that aborts the provider's HTTP request.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { TurnEvent } from "../../src/events.js";
+import type { HistoryBlock } from "../../src/history/model.js";
+import { FakeProvider } from "../support/fake-providers.js";
+import { startServer, type ServerHandle } from "../helpers/server.js";
+import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
+
+type Fakes = Record<"anthropic" | "openai" | "kimi" | "mistral", FakeProvider>;
+
+const ofType = <T extends TurnEvent["type"]>(events: TurnEvent[], type: T) =>
+  events.filter((event): event is Extract<TurnEvent, { type: T }> => event.type === type);
+
+function providerEnv(fakes: Fakes): Record<string, string> {
+  return {
+    ANTHROPIC_API_KEY: "sk-ant-test",
+    ANTHROPIC_BASE_URL: fakes.anthropic.baseUrl,
+    OPENAI_API_KEY: "sk-openai-test",
+    OPENAI_BASE_URL: fakes.openai.baseUrl,
+    KIMI_API_KEY: "sk-kimi-test",
+    KIMI_BASE_URL: fakes.kimi.baseUrl,
+    MISTRAL_API_KEY: "sk-mistral-test",
+    MISTRAL_BASE_URL: fakes.mistral.baseUrl,
+    DEFAULT_PROVIDER: "anthropic",
+  };
+}
+
+describe("providers through the official SDKs", () => {
+  let fakes: Fakes;
+  const servers: ServerHandle[] = [];
+  const start = async (dataDir?: string) => {
+    const server = await startServer({ env: providerEnv(fakes), dataDir });
+    servers.push(server);
+    return server;
+  };
+
+  beforeAll(async () => {
+    fakes = {
+      anthropic: await FakeProvider.start("anthropic"),
+      openai: await FakeProvider.start("openai"),
+      kimi: await FakeProvider.start("kimi"),
+      mistral: await FakeProvider.start("mistral"),
+    };
+  });
+  afterEach(async () => {
+    for (const server of servers.splice(0)) {
+      await server.stop("SIGKILL");
+      server.cleanup();
+    }
+    for (const fake of Object.values(fakes)) {
+      expect(
+        fake.requests.filter((request) => request.rejection !== null).map((request) => request.rejection),
+      ).toEqual([]);
+      fake.requests.length = 0;
+    }
+  });
+  afterAll(async () => {
+    for (const fake of Object.values(fakes)) await fake.close();
+  });
+
+  const turn = async (server: ServerHandle, body: Record<string, unknown>) => {
+    const stream = await SseStream.start(server.baseUrl, body);
+    return { stream, events: await stream.untilEnd() };
+  };
+  const history = async (server: ServerHandle, sessionId: string) =>
+    (
+      (await (await fetch(`${server.baseUrl}/api/sessions/${sessionId}/history`)).json()) as {
+        blocks: HistoryBlock[];
+      }
+    ).blocks;
+
+  it("aborts a five-call batch after two results, then continues the session on another provider", async () => {
+    const server = await start();
+    fakes.anthropic.enqueue({
+      kind: "tools",
+      text: "Working on it.",
+      calls: [
+        { name: "echo", input: { text: "one" } },
+        { name: "echo", input: { text: "two" } },
+        { name: "sleep", input: { ms: 60_000 } },
+        { name: "hang", input: {} },
+        { name: "sleep", input: { ms: 60_001 } },
+      ],
+    });
+    const stream = await SseStream.start(server.baseUrl, {
+      message: "do five things",
+      provider: "anthropic",
+    });
+    await stream.next(() => ofType(stream.events, "tool_result").length === 2);
+    await fetch(`${server.baseUrl}/api/turns/${turnIdOf(stream)}/abort`, { method: "POST" });
+    const events = await stream.untilEnd();
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "user" });
+    expect(
+      ofType(events, "text_delta")
+        .map((event) => event.text)
+        .join(""),
+    ).toBe("Working on it.");
+
+    fakes.openai.enqueue({ kind: "text", text: "Picking up where we left off." });
+    const next = await turn(server, { message: "go on", sessionId: sessionIdOf(stream), provider: "openai" });
+    expect(next.events.at(-1)).toMatchObject({ type: "turn_complete" });
+    const sent = fakes.openai.accepted[0]?.body.messages as {
+      role: string;
+      content: string;
+      tool_call_id?: string;
+    }[];
+    const toolMessages = sent.filter((message) => message.role === "tool");
+    expect(toolMessages.map((message) => message.content)).toEqual([
+      "one",
+      "two",
+      "[CANCELLED] Turn aborted by user.",
+      "[CANCELLED] Turn aborted by user.",
+      "[CANCELLED] Turn aborted by user.",
+    ]);
+    expect(toolMessages.every((message) => message.tool_call_id?.startsWith("call_"))).toBe(true);
+    expect(sent.at(-1)).toEqual({ role: "user", content: "go on" });
+  });
+
+  it("recovers a crash mid-batch and continues the session: the provider accepts the repaired transcript", async () => {
+    const first = await start();
+    fakes.anthropic.enqueue({
+      kind: "tools",
+      calls: [
+        { name: "echo", input: { text: "kept" } },
+        { name: "hang", input: {} },
+      ],
+    });
+    const stream = await SseStream.start(first.baseUrl, { message: "start", provider: "anthropic" });
+    await stream.next((event) => event.type === "tool_result");
+    const sessionId = sessionIdOf(stream);
+    await first.stop("SIGKILL");
+
+    const second = await start(first.dataDir);
+    fakes.mistral.enqueue({ kind: "text", text: "Recovered." });
+    const next = await turn(second, { message: "are you there?", sessionId, provider: "mistral" });
+    expect(next.events.at(-1)).toMatchObject({ type: "turn_complete" });
+    const sent = fakes.mistral.accepted[0]?.body.messages as { role: string; content: string | null }[];
+    expect(sent.filter((message) => message.role === "tool").map((message) => message.content)).toEqual([
+      "kept",
+      expect.stringMatching(/^\[INTERRUPTED\] Tool "hang"/),
+    ]);
+  });
+
+  it("runs the four profiles in turn on one session; Kimi's reused ids never merge calls", async () => {
+    const server = await start();
+    let sessionId: string | undefined;
+    const order = ["anthropic", "openai", "kimi", "mistral", "kimi"] as const;
+    for (const [index, provider] of order.entries()) {
+      fakes[provider].enqueue(
+        { kind: "tools", calls: [{ name: "echo", input: { text: `${provider}-${index}` } }] },
+        { kind: "text", text: `done ${index}` },
+      );
+      const result = await turn(server, {
+        message: `turn ${index}`,
+        provider,
+        ...(sessionId ? { sessionId } : {}),
+      });
+      expect(result.events.at(-1), provider).toMatchObject({ type: "turn_complete", stopReason: "end_turn" });
+      expect(result.events[0]).toMatchObject({ type: "turn_start", provider });
+      sessionId ??= sessionIdOf(result.stream);
+    }
+    const blocks = await history(server, sessionId ?? "");
+    const calls = blocks.filter((block) => block.kind === "tool_call");
+    expect(calls).toHaveLength(5);
+    expect(new Set(calls.map((block) => block.callId)).size).toBe(5);
+    // both Kimi turns reused functions.echo:0, yet they are two calls with two results
+    const kimiIds = calls.flatMap((block) =>
+      block.kind === "tool_call" && block.providerCallId?.startsWith("functions.")
+        ? [block.providerCallId]
+        : [],
+    );
+    expect(kimiIds).toEqual(["functions.echo:0", "functions.echo:0"]);
+    expect(blocks.filter((block) => block.kind === "tool_response")).toHaveLength(5);
+
+    // the last Kimi request numbered the whole transcript's calls
+    const lastKimi = fakes.kimi.accepted.at(-1)?.body.messages as {
+      role: string;
+      tool_calls?: { id: string }[];
+    }[];
+    const ids = lastKimi.flatMap((message) => message.tool_calls?.map((call) => call.id) ?? []);
+    expect(ids).toEqual([
+      "functions.echo:0",
+      "functions.echo:1",
+      "functions.echo:2",
+      "functions.echo:3",
+      "functions.echo:4",
+    ]);
+    for (const provider of ["anthropic", "openai", "mistral"] as const) {
+      const transcript = (await (
+        await fetch(`${server.baseUrl}/api/sessions/${sessionId}/transcript?provider=${provider}`)
+      ).json()) as {
+        diagnostics: { emittedCalls: unknown[] };
+      };
+      expect(transcript.diagnostics.emittedCalls).toHaveLength(5);
+    }
+  });
+
+  it("retries a 429 from the model, then succeeds", async () => {
+    const server = await start();
+    fakes.openai.enqueue(
+      { kind: "error", status: 429, message: "Rate limit reached for requests" },
+      { kind: "text", text: "Second time lucky." },
+    );
+    const { stream, events } = await turn(server, { message: "hello", provider: "openai" });
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+    const retry = ofType(events, "error")[0];
+    expect(retry).toMatchObject({ code: "model_retry" });
+    expect(retry?.message).toContain("Rate limit reached for requests");
+    expect(
+      ofType(events, "text_delta")
+        .map((event) => event.text)
+        .join(""),
+    ).toBe("Second time lucky.");
+    const trace = (await (await fetch(`${server.baseUrl}/api/turns/${turnIdOf(stream)}/trace`)).json()) as {
+      entries: { kind: string }[];
+    };
+    expect(trace.entries).toContainEqual(
+      expect.objectContaining({ kind: "model_retry", provider: "openai", attempt: 2 }),
+    );
+    expect(fakes.openai.requests).toHaveLength(2);
+  });
+
+  it("surfaces a 400 to the client quoting the provider's message, and logs the request's diagnostics", async () => {
+    const server = await start();
+    fakes.anthropic.enqueue({ kind: "error", status: 400, message: "max_tokens: must be less than 8192" });
+    const { events } = await turn(server, { message: "hello", provider: "anthropic" });
+    expect(ofType(events, "error")).toEqual([
+      expect.objectContaining({
+        code: "model_error",
+        message: "anthropic returned 400: max_tokens: must be less than 8192",
+      }),
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "error" });
+    expect(fakes.anthropic.requests).toHaveLength(1);
+    const logged = server
+      .logs()
+      .map((line) => {
+        try {
+          return JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          return {};
+        }
+      })
+      .find((record) => record.msg === "model request failed");
+    expect(logged).toMatchObject({
+      provider: "anthropic",
+      status: 400,
+      error: "max_tokens: must be less than 8192",
+    });
+    expect(logged?.diagnostics).toMatchObject({ profile: "anthropic" });
+  });
+
+  it("aborting a turn aborts the provider's HTTP request", async () => {
+    const server = await start();
+    fakes.kimi.enqueue({ kind: "stall" });
+    const stream = await SseStream.start(server.baseUrl, { message: "think forever", provider: "kimi" });
+    await stream.next((event) => event.type === "turn_start");
+    for (let waited = 0; fakes.kimi.requests.length === 0 && waited < 5_000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await fetch(`${server.baseUrl}/api/turns/${turnIdOf(stream)}/abort`, { method: "POST" });
+    expect((await stream.untilEnd()).at(-1)).toMatchObject({ type: "turn_abort", reason: "user" });
+    for (let waited = 0; fakes.kimi.abandoned === 0 && waited < 5_000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(fakes.kimi.abandoned).toBe(1);
+  });
+
+  it("keeps Anthropic's signed thinking for Anthropic and drops it for OpenAI", async () => {
+    const server = await startServer({
+      env: { ...providerEnv(fakes), ANTHROPIC_THINKING_BUDGET_TOKENS: "1024" },
+    });
+    servers.push(server);
+    fakes.anthropic.enqueue(
+      {
+        kind: "tools",
+        thinking: { text: "I should echo.", signature: "sig-from-anthropic" },
+        calls: [{ name: "echo", input: { text: "thought" } }],
+      },
+      { kind: "text", text: "Done thinking." },
+    );
+    const first = await turn(server, { message: "think, then act", provider: "anthropic" });
+    expect(first.events.at(-1)).toMatchObject({ type: "turn_complete" });
+    expect(ofType(first.events, "thinking_delta").map((event) => event.text)).toEqual(["I should echo."]);
+
+    // the follow-up request of the same turn starts the answered assistant message with the signed block
+    const followUp = fakes.anthropic.accepted[1]?.body as {
+      thinking?: unknown;
+      messages: { role: string; content: { type: string; signature?: string }[] }[];
+    };
+    expect(followUp.thinking).toEqual({ type: "enabled", budget_tokens: 1024 });
+    const assistant = followUp.messages.find((message) => message.role === "assistant");
+    expect(assistant?.content[0]).toEqual({
+      type: "thinking",
+      thinking: "I should echo.",
+      signature: "sig-from-anthropic",
+    });
+
+    fakes.openai.enqueue({ kind: "text", text: "No thinking here." });
+    await turn(server, { message: "and now?", sessionId: sessionIdOf(first.stream), provider: "openai" });
+    expect(JSON.stringify(fakes.openai.accepted[0]?.body.messages)).not.toContain("I should echo.");
+  });
+});

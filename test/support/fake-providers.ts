@@ -1,0 +1,245 @@
+/**
+ * Wire-compatible fake provider servers for tests, on loopback: an Anthropic Messages endpoint
+ * (`POST /v1/messages`, SSE events, no [DONE]) and an OpenAI Chat Completions endpoint
+ * (`POST /v1/chat/completions`, `data:` chunks ending in `[DONE]`) with the OpenAI, Kimi and Mistral
+ * profiles. Every request is checked against PROVIDERS.md (provider-rules.ts) and rejected with the
+ * provider's real status and error body if it breaks a rule; otherwise the next queued reply is
+ * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), an HTTP
+ * error, or a stream that stalls until the client goes away.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ProfileName } from "../../src/history/render/index.js";
+import { checkProviderMessages, type ProviderRejection } from "./provider-rules.js";
+
+export type FakeToolCall = { name: string; input: Record<string, unknown> };
+
+export type FakeReply =
+  | { kind: "text"; text: string }
+  | { kind: "tools"; calls: FakeToolCall[]; text?: string; thinking?: { text: string; signature: string } }
+  | { kind: "error"; status: number; message: string }
+  | { kind: "stall" };
+
+export type RecordedRequest = { body: Record<string, unknown>; rejection: ProviderRejection | null };
+
+export class FakeProvider {
+  readonly requests: RecordedRequest[] = [];
+  /** Streams the client abandoned before they ended. */
+  abandoned = 0;
+  private readonly replies: FakeReply[] = [];
+  private server!: Server;
+  private port = 0;
+  private responseCounter = 0;
+
+  private constructor(readonly profile: ProfileName) {}
+
+  static async start(profile: ProfileName): Promise<FakeProvider> {
+    const fake = new FakeProvider(profile);
+    fake.server = createServer((request, response) => void fake.handle(request, response));
+    await new Promise<void>((resolve) => fake.server.listen(0, "127.0.0.1", resolve));
+    fake.port = (fake.server.address() as AddressInfo).port;
+    return fake;
+  }
+
+  /** The base URL the SDK is pointed at (the Anthropic SDK appends /v1/messages; OpenAI's /chat/completions). */
+  get baseUrl(): string {
+    return this.profile === "anthropic"
+      ? `http://127.0.0.1:${this.port}`
+      : `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  enqueue(...replies: FakeReply[]): this {
+    this.replies.push(...replies);
+    return this;
+  }
+
+  /** Requests that passed validation and were answered. */
+  get accepted(): RecordedRequest[] {
+    return this.requests.filter((request) => request.rejection === null);
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const expected = this.profile === "anthropic" ? "/v1/messages" : "/v1/chat/completions";
+    if (request.method !== "POST" || request.url?.split("?")[0] !== expected) {
+      response
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: { message: "not found" } }));
+      return;
+    }
+    let text = "";
+    for await (const chunk of request) text += chunk;
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    const rejection = checkProviderMessages(this.profile, messages, {
+      thinking: this.profile === "anthropic" ? body.thinking !== undefined : false,
+    });
+    this.requests.push({ body, rejection });
+    if (rejection) {
+      response
+        .writeHead(rejection.status, { "content-type": "application/json" })
+        .end(JSON.stringify(rejection.body));
+      return;
+    }
+    const reply = this.replies.shift() ?? { kind: "text", text: "ok" };
+    if (reply.kind === "error") {
+      response
+        .writeHead(reply.status, { "content-type": "application/json" })
+        .end(JSON.stringify(this.errorBody(reply)));
+      return;
+    }
+    response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    response.on("close", () => {
+      if (!response.writableEnded) this.abandoned++;
+    });
+    this.responseCounter++;
+    if (this.profile === "anthropic") this.streamAnthropic(response, reply);
+    else this.streamOpenAI(response, reply);
+  }
+
+  private errorBody(reply: { status: number; message: string }): unknown {
+    const type =
+      reply.status === 429 ? "rate_limit_error" : reply.status >= 500 ? "api_error" : "invalid_request_error";
+    if (this.profile === "anthropic") return { type: "error", error: { type, message: reply.message } };
+    if (this.profile === "mistral")
+      return { object: "error", message: reply.message, type, param: null, code: String(reply.status) };
+    return { error: { message: reply.message, type, param: null, code: null } };
+  }
+
+  private streamAnthropic(response: ServerResponse, reply: Exclude<FakeReply, { kind: "error" }>): void {
+    const send = (event: string, data: unknown) =>
+      response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    send("message_start", {
+      type: "message_start",
+      message: {
+        id: `msg_${this.responseCounter}`,
+        type: "message",
+        role: "assistant",
+        model: "fake",
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 1, output_tokens: 0 },
+      },
+    });
+    send("ping", { type: "ping" });
+    if (reply.kind === "stall") return;
+    let index = 0;
+    if (reply.kind === "tools" && reply.thinking) {
+      send("content_block_start", {
+        type: "content_block_start",
+        index,
+        content_block: { type: "thinking", thinking: "", signature: "" },
+      });
+      send("content_block_delta", {
+        type: "content_block_delta",
+        index,
+        delta: { type: "thinking_delta", thinking: reply.thinking.text },
+      });
+      send("content_block_delta", {
+        type: "content_block_delta",
+        index,
+        delta: { type: "signature_delta", signature: reply.thinking.signature },
+      });
+      send("content_block_stop", { type: "content_block_stop", index });
+      index++;
+    }
+    const text = reply.kind === "text" ? reply.text : reply.text;
+    if (text) {
+      send("content_block_start", {
+        type: "content_block_start",
+        index,
+        content_block: { type: "text", text: "" },
+      });
+      for (const word of text.match(/\S+\s*/g) ?? []) {
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "text_delta", text: word },
+        });
+      }
+      send("content_block_stop", { type: "content_block_stop", index });
+      index++;
+    }
+    const calls = reply.kind === "tools" ? reply.calls : [];
+    for (const [position, call] of calls.entries()) {
+      const id = `toolu_fake${this.responseCounter}x${position}`;
+      send("content_block_start", {
+        type: "content_block_start",
+        index,
+        content_block: { type: "tool_use", id, name: call.name, input: {} },
+      });
+      const json = JSON.stringify(call.input);
+      const middle = Math.floor(json.length / 2);
+      for (const part of [json.slice(0, middle), json.slice(middle)]) {
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "input_json_delta", partial_json: part },
+        });
+      }
+      send("content_block_stop", { type: "content_block_stop", index });
+      index++;
+    }
+    send("message_delta", {
+      type: "message_delta",
+      delta: { stop_reason: calls.length > 0 ? "tool_use" : "end_turn", stop_sequence: null },
+      usage: { output_tokens: 5 },
+    });
+    send("message_stop", { type: "message_stop" });
+    response.end();
+  }
+
+  private streamOpenAI(response: ServerResponse, reply: Exclude<FakeReply, { kind: "error" }>): void {
+    const id = `chatcmpl-${this.responseCounter}`;
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      response.write(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "fake", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+      );
+    chunk({ role: "assistant", content: "" });
+    if (reply.kind === "stall") return;
+    const text = reply.kind === "text" ? reply.text : reply.text;
+    for (const word of text?.match(/\S+\s*/g) ?? []) chunk({ content: word });
+    const calls = reply.kind === "tools" ? reply.calls : [];
+    for (const [position, call] of calls.entries()) {
+      const callId = this.callId(call.name, position);
+      const json = JSON.stringify(call.input);
+      if (this.profile === "mistral") {
+        // Mistral sends each call whole in one delta
+        chunk({
+          tool_calls: [
+            { index: position, id: callId, type: "function", function: { name: call.name, arguments: json } },
+          ],
+        });
+        continue;
+      }
+      chunk({
+        tool_calls: [
+          { index: position, id: callId, type: "function", function: { name: call.name, arguments: "" } },
+        ],
+      });
+      const middle = Math.floor(json.length / 2);
+      for (const part of [json.slice(0, middle), json.slice(middle)]) {
+        chunk({ tool_calls: [{ index: position, function: { arguments: part } }] });
+      }
+    }
+    chunk({}, calls.length > 0 ? "tool_calls" : "stop");
+    response.write("data: [DONE]\n\n");
+    response.end();
+  }
+
+  /** Ids as each provider makes them; Kimi's restart at 0 in every response (ids are reused across turns). */
+  private callId(name: string, position: number): string {
+    if (this.profile === "kimi") return `functions.${name}:${position}`;
+    if (this.profile === "mistral")
+      return `M${String(this.responseCounter).padStart(4, "0")}x${String(position).padStart(3, "0")}`.slice(
+        0,
+        9,
+      );
+    return `call_fake${this.responseCounter}x${position}`;
+  }
+}
