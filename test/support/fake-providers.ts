@@ -27,6 +27,8 @@ export class FakeProvider {
   /** Streams the client abandoned before they ended. */
   abandoned = 0;
   private readonly replies: FakeReply[] = [];
+  /** Thinking signatures this fake issued: a signature from anywhere else is rejected, as Anthropic does. */
+  private readonly issuedSignatures = new Set<string>();
   private server!: Server;
   private port = 0;
   private responseCounter = 0;
@@ -77,6 +79,7 @@ export class FakeProvider {
     const messages = Array.isArray(body.messages) ? body.messages : [];
     const rejection = checkProviderMessages(this.profile, messages, {
       thinking: this.profile === "anthropic" ? body.thinking !== undefined : false,
+      acceptSignature: (signature) => this.issuedSignatures.has(signature),
     });
     this.requests.push({ body, rejection });
     if (rejection) {
@@ -130,6 +133,7 @@ export class FakeProvider {
     if (reply.kind === "stall") return;
     let index = 0;
     if (reply.kind === "tools" && reply.thinking) {
+      this.issuedSignatures.add(reply.thinking.signature);
       send("content_block_start", {
         type: "content_block_start",
         index,

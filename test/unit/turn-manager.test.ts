@@ -392,6 +392,8 @@ describe("TurnManager: turns", () => {
         turnTimeoutMs: 0,
         finalAnswerTimeoutMs: 30_000,
         maxDepth: 3,
+        stepPauseTimeoutMs: 30_000,
+        stepOnTimeout: "continue",
         allowedRoots: [],
         workspace: undefined,
       },

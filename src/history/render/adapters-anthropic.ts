@@ -46,7 +46,11 @@ function assistantContent(message: RenderedAssistantMessage): ContentBlockParam[
 
 function toolResultBlocks(message: RenderedToolResultsMessage): ToolResultBlockParam[] {
   return message.results.map((result): ToolResultBlockParam => {
-    const block: ToolResultBlockParam = { type: "tool_result", tool_use_id: result.id, content: result.content };
+    const block: ToolResultBlockParam = {
+      type: "tool_result",
+      tool_use_id: result.id,
+      content: result.content,
+    };
     if (result.isError) block.is_error = true;
     return block;
   });

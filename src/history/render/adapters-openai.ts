@@ -14,10 +14,13 @@ import type { ProviderProfile } from "./profiles.js";
 import type { RenderedAssistantMessage, RenderedMessage } from "./types.js";
 
 /** Kimi's extension: the reasoning that led to an assistant message's tool calls. */
-export type AssistantMessageWithReasoning = ChatCompletionAssistantMessageParam & { reasoning_content?: string };
+export type AssistantMessageWithReasoning = ChatCompletionAssistantMessageParam & {
+  reasoning_content?: string;
+};
 /** Mistral's and Kimi's extension: the function name on a tool message. */
 export type ToolMessageWithName = ChatCompletionToolMessageParam & { name?: string };
-export type OpenAIChatMessage = ChatCompletionMessageParam | AssistantMessageWithReasoning | ToolMessageWithName;
+export type OpenAIChatMessage =
+  ChatCompletionMessageParam | AssistantMessageWithReasoning | ToolMessageWithName;
 
 const TEXT_PART_SEPARATOR = "\n\n";
 

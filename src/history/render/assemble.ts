@@ -44,7 +44,10 @@ export function isBlank(text: string): boolean {
   return text.trim().length === 0;
 }
 
-export function assembleMessages(blocks: readonly HistoryBlock[], context: AssembleContext): RenderedMessage[] {
+export function assembleMessages(
+  blocks: readonly HistoryBlock[],
+  context: AssembleContext,
+): RenderedMessage[] {
   const { diagnostics } = context;
   const messages: RenderedMessage[] = [];
   let open: OpenMessage = { thinking: [], texts: [], calls: [] };
@@ -112,7 +115,10 @@ export function assembleMessages(blocks: readonly HistoryBlock[], context: Assem
 }
 
 /** Why a thinking block cannot be sent to this profile at all, or undefined when it may be. */
-function thinkingDropReason(block: ThinkingBlock, context: AssembleContext): DroppedThinkingReason | undefined {
+function thinkingDropReason(
+  block: ThinkingBlock,
+  context: AssembleContext,
+): DroppedThinkingReason | undefined {
   const { profile } = context;
   if (profile.thinking === "drop") return "profile_drops_thinking";
   if (!context.thinking) return "thinking_disabled";

@@ -88,7 +88,8 @@ export function applyBudget(messages: RenderedMessage[], budgetTokens: number): 
       remaining -= costs[index]!;
       const message = messages[index]!;
       if (message.role === "assistant") {
-        for (const part of message.content) if (part.type === "tool_call") droppedCallIds.push(part.canonicalId);
+        for (const part of message.content)
+          if (part.type === "tool_call") droppedCallIds.push(part.canonicalId);
       }
     }
     droppedTurns = turn + 1;

@@ -33,7 +33,13 @@ export {
   type BudgetOutcome,
 } from "./budget.js";
 export { sanitizeToolName } from "./tool-names.js";
-export { CONTINUE_TEXT, EMPTY_RESULT_TEXT, NO_REPLY_BRIDGE_TEXT, missingResultText, omittedTurnsSummary } from "./wording.js";
+export {
+  CONTINUE_TEXT,
+  EMPTY_RESULT_TEXT,
+  NO_REPLY_BRIDGE_TEXT,
+  missingResultText,
+  omittedTurnsSummary,
+} from "./wording.js";
 export { toAnthropicRequestMessages } from "./adapters-anthropic.js";
 export {
   toOpenAIChatMessages,

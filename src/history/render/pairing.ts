@@ -37,7 +37,6 @@ export function indexHistory(blocks: readonly HistoryBlock[], diagnostics: Rende
   const calls = new Map<string, CallEntry>();
   const winners = new Map<string, ResultEntry>();
   const decisions = new Map<string, Decision[]>();
-  const positions = new Map<string, number[]>();
 
   for (let index = 0; index < blocks.length; index++) {
     const block = blocks[index]!;
@@ -51,10 +50,6 @@ export function indexHistory(blocks: readonly HistoryBlock[], diagnostics: Rende
       continue;
     }
     if (block.kind !== "tool_response") continue;
-
-    const seen = positions.get(block.callId);
-    if (seen) seen.push(block.position);
-    else positions.set(block.callId, [block.position]);
 
     const current = winners.get(block.callId);
     if (!current) {
@@ -85,6 +80,7 @@ export function indexHistory(blocks: readonly HistoryBlock[], diagnostics: Rende
   }
 
   const results = new Map<string, ResultEntry>();
+  const orphans = new Map<string, number[]>();
   for (const [callId, winner] of winners) {
     if (calls.has(callId)) {
       results.set(callId, winner);
@@ -93,8 +89,15 @@ export function indexHistory(blocks: readonly HistoryBlock[], diagnostics: Rende
         diagnostics.resultsBeforeCall.push({ callId, position: winner.block.position });
       }
     } else {
-      diagnostics.orphanResults.push({ callId, positions: positions.get(callId) ?? [] });
+      orphans.set(callId, []);
     }
+  }
+  if (orphans.size > 0) {
+    // Orphans are rare: their positions are gathered in a second scan instead of tracking every id's.
+    for (const block of blocks) {
+      if (block.kind === "tool_response") orphans.get(block.callId)?.push(block.position);
+    }
+    for (const [callId, positions] of orphans) diagnostics.orphanResults.push({ callId, positions });
   }
   return { calls, results };
 }

@@ -38,7 +38,8 @@ export function renderTranscript(
   const projectable: ProjectableCall[] = [];
   for (const { block } of index.calls.values()) {
     const name = sanitize(block.name);
-    if (name !== block.name) diagnostics.renamedTools.push({ callId: block.callId, from: block.name, to: name });
+    if (name !== block.name)
+      diagnostics.renamedTools.push({ callId: block.callId, from: block.name, to: name });
     names.set(block.callId, name);
     projectable.push({ callId: block.callId, providerCallId: block.providerCallId, name });
   }
@@ -74,7 +75,10 @@ export function renderTranscript(
 }
 
 /** The history in position order: as given when it already is (the store's case), else stably sorted. */
-function inPositionOrder(history: readonly HistoryBlock[], diagnostics: RenderDiagnostics): readonly HistoryBlock[] {
+function inPositionOrder(
+  history: readonly HistoryBlock[],
+  diagnostics: RenderDiagnostics,
+): readonly HistoryBlock[] {
   for (let index = 1; index < history.length; index++) {
     if (history[index]!.position < history[index - 1]!.position) {
       diagnostics.reordered = true;
@@ -84,14 +88,21 @@ function inPositionOrder(history: readonly HistoryBlock[], diagnostics: RenderDi
   return history;
 }
 
-function recordEmitted(messages: readonly RenderedMessage[], diagnostics: RenderDiagnostics): RenderResult["ids"] {
+function recordEmitted(
+  messages: readonly RenderedMessage[],
+  diagnostics: RenderDiagnostics,
+): RenderResult["ids"] {
   const toProjected = new Map<string, string>();
   const toCanonical = new Map<string, string>();
   for (const message of messages) {
     if (message.role === "assistant") {
       for (const part of message.content) {
         if (part.type !== "tool_call") continue;
-        diagnostics.emittedCalls.push({ canonicalId: part.canonicalId, projectedId: part.id, name: part.name });
+        diagnostics.emittedCalls.push({
+          canonicalId: part.canonicalId,
+          projectedId: part.id,
+          name: part.name,
+        });
         toProjected.set(part.canonicalId, part.id);
         toCanonical.set(part.id, part.canonicalId);
       }

@@ -20,7 +20,11 @@ export function applyShapeQuirks(
   diagnostics: RenderDiagnostics,
 ): RenderedMessage[] {
   const { quirks } = profile;
-  if (quirks.textBesideToolCalls && !quirks.assistantBetweenToolResultsAndUser && !quirks.lastMessageUserOrTool) {
+  if (
+    quirks.textBesideToolCalls &&
+    !quirks.assistantBetweenToolResultsAndUser &&
+    !quirks.lastMessageUserOrTool
+  ) {
     return messages;
   }
   const shaped: RenderedMessage[] = [];
@@ -45,14 +49,26 @@ export function applyShapeQuirks(
         diagnostics.splitText.push({ callIds });
       } else {
         diagnostics.droppedText.push(
-          ...text.map(() => ({ position: -1, role: "assistant" as const, reason: "beside_tool_calls" as const })),
+          ...text.map(() => ({
+            position: -1,
+            role: "assistant" as const,
+            reason: "beside_tool_calls" as const,
+          })),
         );
       }
       shaped.push({ ...message, content: rest });
       continue;
     }
-    if (message.role === "user" && quirks.assistantBetweenToolResultsAndUser && previous?.role === "tool_results") {
-      diagnostics.insertedMessages.push({ index: shaped.length, role: "assistant", reason: "user_after_tool_results" });
+    if (
+      message.role === "user" &&
+      quirks.assistantBetweenToolResultsAndUser &&
+      previous?.role === "tool_results"
+    ) {
+      diagnostics.insertedMessages.push({
+        index: shaped.length,
+        role: "assistant",
+        reason: "user_after_tool_results",
+      });
       shaped.push({ role: "assistant", content: [{ type: "text", text: NO_REPLY_BRIDGE_TEXT }] });
     }
     shaped.push(message);
@@ -87,7 +103,8 @@ export function settleSignedThinking(
       return candidate;
     }
     for (const part of candidate.content) {
-      if (part.type === "thinking") diagnostics.droppedThinking.push({ position: -1, reason: "thinking_disabled" });
+      if (part.type === "thinking")
+        diagnostics.droppedThinking.push({ position: -1, reason: "thinking_disabled" });
     }
     return { ...candidate, content: candidate.content.filter((part) => part.type !== "thinking") };
   });

@@ -67,7 +67,11 @@ export type IdMaps = {
 
 export type DedupeReason = "real_beats_synthetic" | "first_real_wins" | "first_synthetic_wins";
 
-/** Everything the renderer decided, for `/transcript`, logs and tests. JSON-serializable. */
+/**
+ * Everything the renderer decided, for `/transcript`, logs and tests. JSON-serializable. `position`
+ * is the history block's position, or -1 for a decision taken after assembly (a thinking block removed
+ * when signed thinking had to be turned off, text beside tool calls that Mistral could not take).
+ */
 export type RenderDiagnostics = {
   profile: ProfileName;
   format: ProviderFormat;
