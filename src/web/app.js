@@ -276,6 +276,30 @@ async function readSse(body, onMessage) {
 // Storage
 
 /**
+ * A setting from localStorage ("" when absent or when storage is unavailable).
+ * @param {string} key
+ */
+function loadSetting(key) {
+  try {
+    return localStorage.getItem(key) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * @param {string} key
+ * @param {string} value
+ */
+function saveSetting(key, value) {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // storage disabled: the setting lasts until the page is closed
+  }
+}
+
+/**
  * @param {Storage} storage
  * @param {string} key
  * @returns {any}
@@ -329,7 +353,10 @@ class ToolLine {
       className: "small danger",
       testId: "tool-cancel",
       text: "Cancel",
-      attributes: { type: "button", "aria-label": `Cancel tool ${start.toolName}` },
+      attributes: {
+        type: "button",
+        "aria-label": `Cancel tool ${start.toolName} ${truncate(summarizeInput(start.input), 40)}`.trim(),
+      },
     });
     this.cancelButton.addEventListener("click", () => void this.cancel());
     this.retriesText = element("span", { className: "tool-retries", testId: "tool-retries" });
@@ -339,10 +366,14 @@ class ToolLine {
     this.result = element("div", { className: "tool-result", testId: "tool-result" });
     this.result.hidden = true;
 
-    const limits = [
-      start.timeoutMs > 0 ? `timeout ${formatLimit(start.timeoutMs)}` : "no timeout",
-      ...(start.idleTimeoutMs > 0 ? [`idle ${formatLimit(start.idleTimeoutMs)}`] : []),
-    ].join(" · ");
+    // timeoutMs < 0: the call never started, so it has no limits to show
+    const limits =
+      start.timeoutMs < 0
+        ? "never started"
+        : [
+            start.timeoutMs > 0 ? `timeout ${formatLimit(start.timeoutMs)}` : "no timeout",
+            ...(start.idleTimeoutMs > 0 ? [`idle ${formatLimit(start.idleTimeoutMs)}`] : []),
+          ].join(" · ");
 
     this.element = element(
       "li",
@@ -533,7 +564,7 @@ class PauseCard {
         this.countdown,
         this.continueButton,
       ),
-      element("pre", { className: "pause-summary", testId: "pause-summary", text: summarizePause(pause.summary) }),
+      renderPauseSummary(pause.summary),
     );
     this.element.dataset.state = "waiting";
     this.render();
@@ -578,11 +609,48 @@ class PauseCard {
   }
 }
 
-/** @param {unknown} summary */
-function summarizePause(summary) {
-  if (summary === undefined || summary === null) return "";
-  const text = typeof summary === "string" ? summary : JSON.stringify(summary, null, 2);
-  return truncate(text ?? "", PAUSE_SUMMARY_MAX_CHARS);
+/**
+ * A pause's summary: the calls about to run (`{calls}`) or the results just in (`{results}`) as a list,
+ * anything else as JSON.
+ * @param {any} summary
+ * @returns {HTMLElement}
+ */
+function renderPauseSummary(summary) {
+  const calls = Array.isArray(summary?.calls) ? summary.calls : null;
+  const results = Array.isArray(summary?.results) ? summary.results : null;
+  if (calls || results) {
+    const heading = calls ? "Calls about to run:" : "Results:";
+    const items = (calls ?? results).map((/** @type {any} */ entry) =>
+      element(
+        "li",
+        {},
+        element("span", { className: "tool-name", text: String(entry?.toolName ?? "?") }),
+        " ",
+        calls
+          ? element("code", { text: summarizeInput(entry?.input) })
+          : element("span", {
+              text: `${entry?.status ?? ""}: ${truncate(String(entry?.result ?? ""), RESULT_EXCERPT_MAX_CHARS)}`,
+            }),
+      ),
+    );
+    return element(
+      "div",
+      { className: "pause-summary", testId: "pause-summary" },
+      element("span", { className: "pause-summary-heading", text: heading }),
+      element("ul", {}, ...items),
+    );
+  }
+  const text =
+    summary === undefined || summary === null
+      ? ""
+      : typeof summary === "string"
+        ? summary
+        : JSON.stringify(summary, null, 2);
+  return element("pre", {
+    className: "pause-summary",
+    testId: "pause-summary",
+    text: truncate(text ?? "", PAUSE_SUMMARY_MAX_CHARS),
+  });
 }
 
 /** @param {unknown} error */
@@ -644,7 +712,9 @@ class TurnView {
   }
 
   renderMeta() {
-    const parts = [this.turnId, this.provider, this.reattached ? "reattached after reload" : ""].filter(Boolean);
+    const parts = [this.turnId, this.provider, this.reattached ? "reattached after reload" : ""].filter(
+      Boolean,
+    );
     this.meta.textContent = parts.join(" · ");
   }
 
@@ -691,9 +761,17 @@ class TurnView {
       case "tool_timeout":
         this.tools.get(event.toolId)?.timedOut(event);
         break;
-      case "tool_result":
-        this.tools.get(event.toolId)?.finish(event);
+      case "tool_result": {
+        // a call closed before it started (abort in a pause, loop stop, skipped dependency) has no line yet
+        let line = this.tools.get(event.toolId);
+        if (!line) {
+          line = new ToolLine(this, { ...event, input: undefined, timeoutMs: -1, idleTimeoutMs: 0 });
+          this.tools.set(event.toolId, line);
+          this.toolList().append(line.element);
+        }
+        line.finish(event);
         break;
+      }
       case "debugger.pause": {
         const card = new PauseCard(this, event);
         this.pauses.set(event.pauseId, card);
@@ -837,7 +915,7 @@ function scrollToEndIfFollowing() {
 function setSession(id) {
   sessionId = id;
   writeJson(sessionStorage, STORAGE_KEYS.sessionId, id);
-  sessionLabel.textContent = id ? `session ${id}` : "new session";
+  sessionLabel.textContent = id ? `session ${id}` : "no session yet";
 }
 
 /** @param {string} text */
@@ -869,9 +947,13 @@ function onTurnStarted(view) {
   if (view.sessionId) setSession(view.sessionId);
   remember(view);
   updateControls();
+  void refreshActive();
 }
 
-/** @param {TurnView} view */
+/**
+ * Saves what a reload needs to reattach to `view`'s turn, or forgets it once the turn has ended.
+ * @param {TurnView} view
+ */
 function remember(view) {
   if (!view.turnId) return;
   writeJson(
@@ -879,7 +961,14 @@ function remember(view) {
     STORAGE_KEYS.turn,
     view.finished
       ? null
-      : { turnId: view.turnId, sessionId: view.sessionId, lastSeq: view.lastSeq, message: view.message },
+      : {
+          turnId: view.turnId,
+          sessionId: view.sessionId,
+          lastSeq: view.lastSeq,
+          message: view.message,
+          // the replay after a reload is old news; the clock estimate from live events stays valid
+          serverOffsetMs: Number.isFinite(serverOffsetMs) ? serverOffsetMs : null,
+        },
   );
 }
 
@@ -900,7 +989,10 @@ async function consume(view, response) {
     }
     view.apply(event);
     remember(view);
-    if (view.finished) updateControls();
+    if (view.finished) {
+      updateControls();
+      void refreshActive();
+    }
   });
 }
 
@@ -953,7 +1045,8 @@ async function send(message) {
   /** @type {{message: string, sessionId?: string, stepMode?: boolean}} */
   const body = { message };
   if (sessionId) body.sessionId = sessionId;
-  if (stepModeInput.checked) body.stepMode = true;
+  // explicit either way: the box, not the session's last setting, decides for this turn
+  body.stepMode = stepModeInput.checked;
   addView(view);
   let response;
   try {
@@ -976,6 +1069,7 @@ async function send(message) {
 function reattach() {
   const saved = readJson(sessionStorage, STORAGE_KEYS.turn);
   if (!saved || typeof saved.turnId !== "string") return;
+  if (typeof saved.serverOffsetMs === "number") serverOffsetMs = saved.serverOffsetMs;
   const view = new TurnView(typeof saved.message === "string" ? saved.message : "", {
     turnId: saved.turnId,
     sessionId: typeof saved.sessionId === "string" ? saved.sessionId : undefined,
@@ -994,6 +1088,25 @@ async function cancelTurn() {
   } catch (error) {
     current.note(`Could not stop the turn: ${describeError(error)}`);
     updateControls();
+  }
+}
+
+/**
+ * Remembers the step-mode box; during a turn also switches the session's step mode on the server
+ * (switching it off releases a waiting pause at once).
+ * @param {boolean} enabled
+ */
+async function switchStepMode(enabled) {
+  saveSetting(STORAGE_KEYS.stepMode, String(enabled));
+  const view = current;
+  if (!view || view.finished || !view.sessionId) return;
+  try {
+    await api(`/api/sessions/${encodeURIComponent(view.sessionId)}/step-mode`, {
+      method: "POST",
+      body: { enabled },
+    });
+  } catch (error) {
+    view.note(`Could not switch step mode: ${describeError(error)}`);
   }
 }
 
@@ -1023,6 +1136,7 @@ function activeItem(turnId) {
     button.disabled = true;
     try {
       await api(`/api/turns/${encodeURIComponent(turnId)}/abort`, { method: "POST" });
+      void refreshActive();
     } catch (error) {
       button.disabled = false;
       showConnection(`Could not abort ${turnId}: ${describeError(error)}`);
@@ -1072,15 +1186,26 @@ function renderActive(body) {
   }
   const zombies = Array.isArray(body?.zombies) ? body.zombies.length : 0;
   activeCount.textContent = String(turns.length);
-  activeEmpty.textContent = zombies > 0 ? `No turn is running; ${zombies} zombie tool(s) still settling.` : "No turn is running.";
+  activeEmpty.textContent =
+    zombies > 0 ? `No turn is running; ${zombies} zombie tool(s) still settling.` : "No turn is running.";
   activeEmpty.hidden = turns.length > 0;
 }
 
-/** Fetches `/api/turns/active` once and renders it; a 401 shows its banner, other failures wait. */
+let activeRequests = 0;
+let activeRendered = 0;
+
+/**
+ * Fetches `/api/turns/active` once and renders it (unless a later request already rendered); a 401
+ * shows its banner, other failures wait for the next poll.
+ */
 async function refreshActive() {
+  const request = ++activeRequests;
   try {
     const response = await api("/api/turns/active");
-    renderActive(await response.json());
+    const body = await response.json();
+    if (request < activeRendered) return;
+    activeRendered = request;
+    renderActive(body);
   } catch {
     // shown by the banner (401), or retried at the next poll
   }
@@ -1096,22 +1221,20 @@ async function pollActive() {
 // Start-up
 
 function start() {
-  tokenInput.value = localStorage.getItem(STORAGE_KEYS.token) ?? "";
-  stepModeInput.checked = localStorage.getItem(STORAGE_KEYS.stepMode) === "true";
+  tokenInput.value = loadSetting(STORAGE_KEYS.token);
+  stepModeInput.checked = loadSetting(STORAGE_KEYS.stepMode) === "true";
   const savedSession = readJson(sessionStorage, STORAGE_KEYS.sessionId);
   setSession(typeof savedSession === "string" ? savedSession : null);
 
-  tokenInput.addEventListener("input", () => localStorage.setItem(STORAGE_KEYS.token, currentToken()));
+  tokenInput.addEventListener("input", () => saveSetting(STORAGE_KEYS.token, currentToken()));
   byTestId("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    localStorage.setItem(STORAGE_KEYS.token, currentToken());
+    saveSetting(STORAGE_KEYS.token, currentToken());
     clearAuthError();
     settings.open = false;
     void refreshActive();
   });
-  stepModeInput.addEventListener("change", () =>
-    localStorage.setItem(STORAGE_KEYS.stepMode, String(stepModeInput.checked)),
-  );
+  stepModeInput.addEventListener("change", () => void switchStepMode(stepModeInput.checked));
   composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const message = messageInput.value;
