@@ -1,34 +1,41 @@
 /**
- * Serves the built-in webchat page (`src/web/`, copied to `dist/web/` by the build) at `/`. Only the
- * listed files are served — no directory access — and each is read once, at start-up.
+ * Serves the built-in webchat page (`src/web/`, copied to `dist/web/` by the build): `/` is
+ * index.html, and every other file of the folder is served by its name. Only files of the listed
+ * types directly in the folder are served (no directory access, no dot-files), each read once at
+ * start-up.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { extname } from "node:path";
 import { Hono } from "hono";
 
 const WEB_DIRECTORY = new URL("../web/", import.meta.url);
 
-const FILES: Record<string, { file: string; type: string }> = {
-  "/": { file: "index.html", type: "text/html; charset=utf-8" },
-  "/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
-  "/styles.css": { file: "styles.css", type: "text/css; charset=utf-8" },
+const CONTENT_TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+};
+
+const HEADERS = {
+  // the page is small and changes with the server; revalidate rather than serve a stale copy
+  "Cache-Control": "no-cache",
+  "X-Content-Type-Options": "nosniff",
+  "Content-Security-Policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'",
 };
 
 export function webPageRoutes(): Hono {
   const web = new Hono();
-  for (const [path, { file, type }] of Object.entries(FILES)) {
-    const url = new URL(file, WEB_DIRECTORY);
-    if (!existsSync(url)) continue;
-    const body = readFileSync(url);
-    web.get(path, (context) =>
-      context.body(body, 200, {
-        "Content-Type": type,
-        // the page is small and changes with the server; revalidate rather than serve a stale copy
-        "Cache-Control": "no-cache",
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy":
-          "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'",
-      }),
-    );
+  if (!existsSync(WEB_DIRECTORY)) return web;
+  for (const file of readdirSync(WEB_DIRECTORY)) {
+    const type = CONTENT_TYPES[extname(file)];
+    if (!type || file.startsWith(".")) continue;
+    const body = readFileSync(new URL(file, WEB_DIRECTORY));
+    const serve = () => new Response(body, { status: 200, headers: { "Content-Type": type, ...HEADERS } });
+    web.get(`/${file}`, serve);
+    if (file === "index.html") web.get("/", serve);
   }
   return web;
 }
