@@ -267,6 +267,22 @@ describe("resilience over HTTP", () => {
     ).toEqual(["warn", "warn", "stop"]);
   });
 
+  it("tracks a tool that ignored its cancellation as a zombie until it settles", async () => {
+    const { turnId } = await run('/tool hang {"_meta":{"timeout":150}}');
+    const zombie = await eventually(async () => {
+      const active = (await (await fetch(`${server.baseUrl}/api/turns/active`)).json()) as {
+        zombies: { turnId: string; toolName: string; elapsedMs: number }[];
+      };
+      const found = active.zombies.find((entry) => entry.turnId === turnId);
+      if (!found) throw new Error("not a zombie yet");
+      return found;
+    });
+    expect(zombie.toolName).toBe("hang");
+    expect(await trace(turnId)).toContainEqual(
+      expect.objectContaining({ kind: "zombie", state: "started", toolName: "hang" }),
+    );
+  });
+
   it("exposes all of it in /metrics", async () => {
     const response = await fetch(`${server.baseUrl}/metrics`);
     expect(response.headers.get("content-type")).toMatch(/^text\/plain/);
@@ -287,11 +303,13 @@ describe("resilience over HTTP", () => {
     ).toBeGreaterThanOrEqual(2);
     expect(value("reins_circuit_opens_total", { tool: "flaky" })).toBe(1);
     expect(value("reins_circuit_state", { tool: "flaky" })).toBe(0);
-    expect(value("reins_tool_timeouts_total", { tool: "hang", kind: "total" })).toBe(1);
+    expect(value("reins_tool_timeouts_total", { tool: "hang", kind: "total" })).toBe(2);
     expect(value("reins_tool_calls_total", { tool: "echo", status: "complete" })).toBeGreaterThanOrEqual(3);
     expect(value("reins_loop_detections_total", { action: "stop" })).toBe(1);
     expect(value("reins_tool_skipped_total", { tool: "echo" })).toBe(1);
     expect(value("reins_active_turns")).toBe(0);
+    expect(value("reins_zombie_tools")).toBeGreaterThanOrEqual(1);
+    expect(value("reins_zombies_total", { tool: "hang" })).toBeGreaterThanOrEqual(1);
     expect(value("reins_turn_duration_seconds_count")).toBeGreaterThanOrEqual(10);
     expect(value("reins_turns_total", { outcome: "aborted:parent" })).toBe(1);
   });
