@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
@@ -29,7 +29,14 @@ export function describeMachine(): string[] {
     `node      ${process.version} (${process.platform}/${process.arch})`,
     `cpu       ${processors[0]?.model.trim() ?? "unknown"}`,
     `cores     ${processors.length}`,
+    `load      ${formatLoadAverage()} (the machine may be shared: other processes add noise)`,
   ];
+}
+
+/** The 1, 5 and 15 minute load averages: `1.61 / 1.42 / 1.26 (1/5/15 min)`. */
+export function formatLoadAverage(): string {
+  const averages = loadavg().map((load) => load.toFixed(2));
+  return `${averages.join(" / ")} (1/5/15 min)`;
 }
 
 /** Rejects with `label` when `promise` has not settled within `limitMs`. */

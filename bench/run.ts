@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: measures the real server over loopback HTTP/SSE — abort latency, tool-timeout
- * precision under 200 concurrent hanging calls, and scripted turns per second — and prints a report.
- * Each measurement gets its own server process and data directory; everything is bounded in time and
- * cleaned up, and the process exits non-zero with a message when a measurement fails.
+ * precision under 200 concurrent calls, and scripted turns per second — then the tool runner's own
+ * cost in-process, and prints a report. Each server measurement gets its own server process and data
+ * directory; everything is bounded in time and cleaned up, and the process exits non-zero with a
+ * message when a measurement fails.
  */
 import { performance } from "node:perf_hooks";
 import {
@@ -18,6 +19,8 @@ import {
   type BenchServer,
   type ReceivedEvent,
 } from "./lib.js";
+import { formatRenderReport, measureRenderer } from "./render-bench.js";
+import { measureRunnerOverhead } from "./runner-overhead.js";
 
 const OVERALL_TIME_LIMIT_MS = 150_000;
 const EVENT_WAIT_LIMIT_MS = 10_000;
@@ -26,12 +29,22 @@ const REQUEST_LIMIT_MS = 10_000;
 const ABORT_SAMPLES = 200;
 const ABORT_WARMUP_TURNS = 10;
 
-const HANG_TIMEOUT_MS = 1_000;
-const CONCURRENT_HANGING_CALLS = 200;
+/** Each call is a `sleep` far longer than its own `_meta.timeout`, so its deadline always fires first. */
+const CALL_TIMEOUT_MS = 1_000;
+/**
+ * Call i sleeps `SLEEP_BASE_MS + i` ms: distinct inputs, so the loop detector of DESIGN.md §5.3 (same
+ * tool, same input apart from `_meta`, 5 times in a window) sees no repeat and lets a batch of 200 run.
+ */
+const SLEEP_BASE_MS = 3_600_000;
+const CONCURRENT_CALLS = 200;
+/**
+ * Every timeout counts as a transient failure for the `sleep` circuit breaker (DESIGN.md §5.4); with
+ * the default threshold of 5 it would open in the first round and later calls would fail fast.
+ */
+const BREAKER_FAILURE_THRESHOLD_FOR_TIMEOUTS = 1_000_000;
 /**
  * The 200 concurrent calls are laid out two ways: one batch of 200 in one turn (all deadlines within a
- * few ms: the worst burst), and 50 turns of 4 (each in its own session), which stays measurable even
- * once the loop detector of DESIGN.md §5.3 stops a batch of identical `hang {}` calls.
+ * few ms: the worst burst), and 50 turns of 4, each in its own session.
  */
 const BURST_LAYOUT = { turns: 1, callsPerTurn: 200 };
 const SPREAD_LAYOUT = { turns: 50, callsPerTurn: 4 };
@@ -39,7 +52,7 @@ const TIMEOUT_LAYOUTS = [BURST_LAYOUT, SPREAD_LAYOUT];
 const TIMEOUT_ROUNDS = 3;
 const TIMEOUT_WARMUP_ROUNDS = 1;
 /** A second step so each turn ends with one short answer instead of a word stream per result. */
-const HANG_MESSAGE_TAIL = "/then\nok";
+const TIMEOUT_MESSAGE_TAIL = "/then\nok";
 const MAX_PARALLEL_TOOLS_FOR_TIMEOUTS = 256;
 
 const THROUGHPUT_TURNS = 500;
@@ -81,7 +94,10 @@ async function main(): Promise<void> {
   print();
   await runSection(
     "timeouts",
-    { MAX_PARALLEL_TOOLS: String(MAX_PARALLEL_TOOLS_FOR_TIMEOUTS) },
+    {
+      MAX_PARALLEL_TOOLS: String(MAX_PARALLEL_TOOLS_FOR_TIMEOUTS),
+      BREAKER_FAILURE_THRESHOLD: String(BREAKER_FAILURE_THRESHOLD_FOR_TIMEOUTS),
+    },
     measureTimeoutPrecision,
   );
   print();
@@ -94,6 +110,14 @@ async function main(): Promise<void> {
   for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
     await runSection(`throughput c=${concurrency}`, {}, (server) => measureThroughput(server, concurrency));
   }
+  print();
+  await measureRunnerOverhead(print);
+
+  print();
+  print("5. Transcript renderer — renderProviderRequest (render + adapter), thinking on, no budget cut");
+  const renderReport = measureRenderer();
+  for (const line of formatRenderReport(renderReport)) print(`  ${line}`);
+  if (!renderReport.linear) throw new Error("render time did not grow linearly with history size");
 
   print();
   print(`server shutdowns (SIGTERM): ${stopNotes.join("; ")}`);
@@ -179,11 +203,16 @@ async function abortOneTurn(baseUrl: string, index: number) {
 
 async function measureTimeoutPrecision(server: BenchServer): Promise<void> {
   print(
-    `2. Timeout precision — ${CONCURRENT_HANGING_CALLS} concurrent \`/tool hang {"_meta":{"timeout":${HANG_TIMEOUT_MS}}}\` calls, ` +
-      `MAX_PARALLEL_TOOLS=${MAX_PARALLEL_TOOLS_FOR_TIMEOUTS}, ${TIMEOUT_ROUNDS} rounds per layout after ${TIMEOUT_WARMUP_ROUNDS} warm-up round`,
+    `2. Timeout precision — ${CONCURRENT_CALLS} concurrent \`/tool sleep {"ms":${SLEEP_BASE_MS}+i,"_meta":{"timeout":${CALL_TIMEOUT_MS}}}\` calls ` +
+      `(a sleep of ≥ ${SLEEP_BASE_MS / 60_000} min that honours its signal, under a ${CALL_TIMEOUT_MS / 1000} s _meta.timeout; ` +
+      `i = 0…${CONCURRENT_CALLS - 1} keeps inputs distinct for the loop detector),`,
   );
   print(
-    `   lateness = tool_timeout − deadline, deadline = tool_start.at + T (T = ${HANG_TIMEOUT_MS} ms); ` +
+    `   MAX_PARALLEL_TOOLS=${MAX_PARALLEL_TOOLS_FOR_TIMEOUTS}, BREAKER_FAILURE_THRESHOLD=${BREAKER_FAILURE_THRESHOLD_FOR_TIMEOUTS} (timeouts would open the sleep circuit), ` +
+      `${TIMEOUT_ROUNDS} rounds per layout after ${TIMEOUT_WARMUP_ROUNDS} warm-up round`,
+  );
+  print(
+    `   lateness = tool_timeout − deadline, deadline = tool_start.at + T (T = ${CALL_TIMEOUT_MS} ms); ` +
       `each message ends with \`/then ok\` so a turn answers in one word after its calls time out`,
   );
   for (let round = 0; round < TIMEOUT_WARMUP_ROUNDS; round++) {
@@ -194,26 +223,17 @@ async function measureTimeoutPrecision(server: BenchServer): Promise<void> {
     const serverLateness: number[] = [];
     const clientLateness: number[] = [];
     const startSpreads: number[] = [];
-    let stoppedByLoopDetector = false;
-    for (let round = 0; round < TIMEOUT_ROUNDS && !stoppedByLoopDetector; round++) {
+    for (let round = 0; round < TIMEOUT_ROUNDS; round++) {
       const outcome = await runTimeoutRound(server.baseUrl, layout, `${layoutLabel}, round ${round}`);
-      if (outcome === "stopped by loop detector") {
-        stoppedByLoopDetector = true;
-        continue;
-      }
       serverLateness.push(...outcome.serverLateness);
       clientLateness.push(...outcome.clientLateness);
       startSpreads.push(outcome.startSpreadMs);
     }
     print(`  ${layoutLabel}`);
-    if (stoppedByLoopDetector) {
-      print(`    not measurable: the loop detector stopped the batch of identical calls (turn_abort "loop")`);
-      continue;
-    }
     print(formatSummaryMs("  server: tool_timeout.at − deadline", summarize(serverLateness)));
     print(formatSummaryMs("  client: tool_timeout received − deadline", summarize(clientLateness)));
     print(
-      `    all ${CONCURRENT_HANGING_CALLS} in flight before the first deadline; ` +
+      `    all ${CONCURRENT_CALLS} in flight before the first deadline; ` +
         `tool_start spread per round: ${startSpreads.map((spread) => `${spread} ms`).join(", ")}`,
     );
   }
@@ -222,25 +242,33 @@ async function measureTimeoutPrecision(server: BenchServer): Promise<void> {
 
 type TimeoutRoundResult = { serverLateness: number[]; clientLateness: number[]; startSpreadMs: number };
 
+/** The message of turn `turnIndex`: its calls, each with an input no other call of the round has. */
+function timeoutMessage(layout: { callsPerTurn: number }, turnIndex: number): string {
+  const calls = Array.from({ length: layout.callsPerTurn }, (_, callIndex) => {
+    const sleepMs = SLEEP_BASE_MS + turnIndex * layout.callsPerTurn + callIndex;
+    return `/tool sleep {"ms":${sleepMs},"_meta":{"timeout":${CALL_TIMEOUT_MS}}}`;
+  });
+  return [...calls, TIMEOUT_MESSAGE_TAIL].join("\n");
+}
+
 /** Starts the layout's turns at once and pairs each call's tool_start with its tool_timeout. */
 async function runTimeoutRound(
   baseUrl: string,
   layout: { turns: number; callsPerTurn: number },
   label: string,
-): Promise<TimeoutRoundResult | "stopped by loop detector"> {
-  const calls = Array.from(
-    { length: layout.callsPerTurn },
-    () => `/tool hang {"_meta":{"timeout":${HANG_TIMEOUT_MS}}}`,
-  );
-  const message = [...calls, HANG_MESSAGE_TAIL].join("\n");
+): Promise<TimeoutRoundResult> {
   const streams = await withTimeout(
-    Promise.all(Array.from({ length: layout.turns }, () => EventStream.startTurn(baseUrl, { message }))),
+    Promise.all(
+      Array.from({ length: layout.turns }, (_, turnIndex) =>
+        EventStream.startTurn(baseUrl, { message: timeoutMessage(layout, turnIndex) }),
+      ),
+    ),
     REQUEST_LIMIT_MS,
     `${label}: starting turns`,
   );
   const allEvents = await Promise.all(
     streams.map((stream, index) =>
-      stream.untilEnd(HANG_TIMEOUT_MS + EVENT_WAIT_LIMIT_MS, `${label}, turn ${index}`),
+      stream.untilEnd(CALL_TIMEOUT_MS + EVENT_WAIT_LIMIT_MS, `${label}, turn ${index}`),
     ),
   );
 
@@ -250,7 +278,9 @@ async function runTimeoutRound(
   for (const [index, events] of allEvents.entries()) {
     const turnLabel = `${label}, turn ${index}`;
     const terminal = events.at(-1)?.event;
-    if (terminal?.type === "turn_abort" && terminal.reason === "loop") return "stopped by loop detector";
+    if (terminal?.type === "turn_abort" && terminal.reason === "loop") {
+      throw new Error(`${turnLabel}: the loop detector stopped the turn; the calls' inputs must be distinct`);
+    }
     if (terminal?.type !== "turn_complete") {
       throw new Error(`${turnLabel}: expected turn_complete at the end; got ${streams[index]?.typeList()}`);
     }
@@ -266,8 +296,10 @@ async function runTimeoutRound(
     }
     for (const { event: start } of starts) {
       if (start.type !== "tool_start") continue;
-      if (start.timeoutMs !== HANG_TIMEOUT_MS) {
-        throw new Error(`${turnLabel}: tool_start timeoutMs ${start.timeoutMs}, expected ${HANG_TIMEOUT_MS}`);
+      if (start.toolName !== "sleep" || start.timeoutMs !== CALL_TIMEOUT_MS) {
+        throw new Error(
+          `${turnLabel}: tool_start of ${start.toolName} with timeoutMs ${start.timeoutMs}, expected sleep with ${CALL_TIMEOUT_MS}`,
+        );
       }
       const timeout = timeouts.get(start.toolId);
       if (timeout?.event.type !== "tool_timeout" || timeout.event.kind !== "total") {
@@ -287,7 +319,7 @@ async function runTimeoutRound(
   }
   const latestStartAtMs = Math.max(...startTimes);
   if (latestStartAtMs >= earliestTimeoutAtMs) {
-    throw new Error(`${label}: the ${CONCURRENT_HANGING_CALLS} calls were not all in flight at once`);
+    throw new Error(`${label}: the ${CONCURRENT_CALLS} calls were not all in flight at once`);
   }
   result.startSpreadMs = latestStartAtMs - Math.min(...startTimes);
   return result;

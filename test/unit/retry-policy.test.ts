@@ -213,3 +213,19 @@ describe("abortableDelay", () => {
     await expect(promise).resolves.toBe(true);
   });
 });
+
+describe("abortableDelay of zero", () => {
+  it("resolves without a timer (no minimum 1 ms wait), but still reports an aborted signal", async () => {
+    vi.useFakeTimers();
+    try {
+      const pending = abortableDelay(0, []);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(await pending).toBe(true);
+      const aborted = new AbortController();
+      aborted.abort();
+      expect(await abortableDelay(0, [aborted.signal])).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

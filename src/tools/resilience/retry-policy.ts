@@ -61,6 +61,8 @@ export function decideRetry(
 export function abortableDelay(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<boolean> {
   const live = signals.filter((signal): signal is AbortSignal => signal !== undefined);
   if (live.some((signal) => signal.aborted)) return Promise.resolve(false);
+  // no timer for no wait: a setTimeout(…, 0) would still cost Node's minimum of 1 ms
+  if (ms <= 0) return Promise.resolve(true);
   return new Promise((resolve) => {
     const finish = (completed: boolean) => {
       clearTimeout(timer);
