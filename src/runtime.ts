@@ -99,7 +99,13 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const logger = options.logger ?? pino({ level: config.logLevel });
   const now = options.now ?? Date.now;
   const generateId = options.generateId ?? ((prefix: string) => `${prefix}_${randomId()}`);
-  const store = options.store ?? new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), { now });
+  const store =
+    options.store ??
+    new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), {
+      now,
+      onTraceError: (error, turnId, kind) =>
+        logger.warn({ err: error, turnId, kind }, "could not persist trace entry"),
+    });
   const metrics = new Metrics({ defaultMetrics: options.processMetrics });
   const recorder = new DecisionLog(store, metrics, logger);
   const { system } = config.tools;

@@ -62,12 +62,19 @@ type TurnRow = {
   depth: number;
 };
 
-export type SqliteStoreOptions = { now?: () => number };
+export type SqliteStoreOptions = {
+  now?: () => number;
+  /** Told about a trace row that could not be written (the batch goes on without it). */
+  onTraceError?: (error: unknown, turnId: string, kind: string) => void;
+};
 
 export class SqliteHistoryStore implements HistoryStore {
   readonly db: Database;
   private readonly now: () => number;
   private readonly statements: ReturnType<typeof prepareStatements>;
+  private readonly pendingTrace: { turnId: string; at: number; decision: Decision }[] = [];
+  private traceFlush: NodeJS.Immediate | undefined;
+  private readonly onTraceError: (error: unknown, turnId: string, kind: string) => void;
 
   /** Opens (creating if needed) the database at `filename` and applies pending migrations. */
   constructor(filename: string, options: SqliteStoreOptions = {}) {
@@ -81,6 +88,7 @@ export class SqliteHistoryStore implements HistoryStore {
     this.db.pragma("busy_timeout = 5000");
     migrate(this.db);
     this.now = options.now ?? Date.now;
+    this.onTraceError = options.onTraceError ?? (() => {});
     this.statements = prepareStatements(this.db);
   }
 
@@ -194,21 +202,45 @@ export class SqliteHistoryStore implements HistoryStore {
     return row.seq ?? 0;
   }
 
+  /**
+   * Queues one decision for the turn's trace. Unlike events (persisted before they are sent), trace
+   * rows are written in batches — everything recorded in one tick in one transaction — because a burst
+   * of deadlines records several decisions per call and one commit each made every expiry late.
+   * Reads flush first, and so does close.
+   */
   appendTrace(turnId: string, decision: Decision): void {
-    const { kind, ...detail } = decision;
-    const callId = "callId" in decision ? (decision.callId ?? null) : null;
-    const toolName = "toolName" in decision ? decision.toolName : null;
-    this.statements.insertTrace.run({
-      turnId,
-      at: this.now(),
-      kind,
-      callId,
-      toolName,
-      detail: JSON.stringify(detail),
-    });
+    this.pendingTrace.push({ turnId, at: this.now(), decision });
+    this.traceFlush ??= setImmediate(() => this.flushTrace());
+  }
+
+  /** Writes the queued trace rows now, in one transaction. */
+  flushTrace(): void {
+    clearImmediate(this.traceFlush);
+    this.traceFlush = undefined;
+    if (this.pendingTrace.length === 0 || !this.db.open) return;
+    const entries = this.pendingTrace.splice(0);
+    this.db.transaction(() => {
+      for (const { turnId, at, decision } of entries) {
+        const { kind, ...detail } = decision;
+        try {
+          this.statements.insertTrace.run({
+            turnId,
+            at,
+            kind,
+            callId: "callId" in decision ? (decision.callId ?? null) : null,
+            toolName: "toolName" in decision ? decision.toolName : null,
+            detail: JSON.stringify(detail),
+          });
+        } catch (error) {
+          // one bad row (e.g. a turn that does not exist) must not cost the others
+          this.onTraceError(error, turnId, kind);
+        }
+      }
+    })();
   }
 
   listTrace(turnId: string): TraceEntry[] {
+    this.flushTrace();
     const rows = this.statements.selectTrace.all(turnId) as {
       turn_id: string;
       seq: number;
@@ -254,7 +286,9 @@ export class SqliteHistoryStore implements HistoryStore {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    this.flushTrace();
+    this.db.close();
   }
 
   private insertBlocks(sessionId: string, turnId: string, blocks: BlockContent[]): void {

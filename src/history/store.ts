@@ -62,7 +62,7 @@ export interface HistoryStore {
   appendEvent(event: TurnEvent): void;
   listEvents(turnId: string, afterSeq?: number): TurnEvent[];
   lastEventSeq(turnId: string): number;
-  /** Appends one decision to the turn's trace. */
+  /** Appends one decision to the turn's trace (it may be written in a later batch; reads see it). */
   appendTrace(turnId: string, decision: Decision): void;
   listTrace(turnId: string): TraceEntry[];
   getTurn(turnId: string): TurnRecord | undefined;
