@@ -99,7 +99,9 @@ describe("step mode", () => {
     await fetch(`${server.baseUrl}/api/turns/${turnId}/abort`, { method: "POST" });
     const events = await stream.untilEnd();
     expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "user" });
-    const active = (await (await fetch(`${server.baseUrl}/api/turns/active`)).json()) as { turns: { turnId: string }[] };
+    const active = (await (await fetch(`${server.baseUrl}/api/turns/active`)).json()) as {
+      turns: { turnId: string }[];
+    };
     expect(active.turns.map((turn) => turn.turnId)).not.toContain(turnId);
   });
 });
