@@ -12,7 +12,7 @@ import type {
 import type { Logger } from "pino";
 import { renderProviderRequest } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
-import { ProviderError, providerMessageOf } from "./provider-error.js";
+import { logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
 
 export type AnthropicEngineOptions = {
@@ -109,33 +109,16 @@ export class AnthropicEngine implements ModelEngine {
       }
     } catch (error) {
       if (signal.aborted || error instanceof APIUserAbortError) throw error;
-      const failure = toProviderError(error);
-      this.options.logger.error(
-        {
-          provider: this.provider,
-          model: request.model,
-          status: failure.status,
-          error: failure.providerMessage,
-          messageCount: body.messages.length,
-          diagnostics: rendered.diagnostics,
-        },
-        "model request failed",
-      );
+      const failure = toProviderError("anthropic", error, (candidate) => candidate instanceof APIError);
+      logProviderFailure(this.options.logger, failure, {
+        model: request.model,
+        messageCount: body.messages.length,
+        diagnostics: rendered.diagnostics,
+      });
       throw failure;
     }
     yield { type: "stop", reason: stopReason };
   }
-}
-
-function toProviderError(error: unknown): ProviderError {
-  if (error instanceof APIError) {
-    return new ProviderError("anthropic", error.status, providerMessageOf(error.error, error.message), {
-      cause: error,
-    });
-  }
-  return new ProviderError("anthropic", undefined, (error as Error)?.message ?? String(error), {
-    cause: error,
-  });
 }
 
 function mapStopReason(reason: string | null | undefined): ModelStopReason {

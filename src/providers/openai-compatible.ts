@@ -10,7 +10,7 @@ import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/
 import type { Logger } from "pino";
 import { renderProviderRequest } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
-import { ProviderError, providerMessageOf } from "./provider-error.js";
+import { logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
 
 export type OpenAIProfileName = "openai" | "kimi" | "mistral";
@@ -85,35 +85,18 @@ export class OpenAICompatibleEngine implements ModelEngine {
       }
     } catch (error) {
       if (signal.aborted || error instanceof APIUserAbortError) throw error;
-      const failure = this.toProviderError(error);
-      this.options.logger.error(
-        {
-          provider: this.provider,
-          model: request.model,
-          status: failure.status,
-          error: failure.providerMessage,
-          messageCount: body.messages.length,
-          diagnostics: rendered.diagnostics,
-        },
-        "model request failed",
-      );
+      const failure = toProviderError(this.provider, error, (candidate) => candidate instanceof APIError);
+      logProviderFailure(this.options.logger, failure, {
+        model: request.model,
+        messageCount: body.messages.length,
+        diagnostics: rendered.diagnostics,
+      });
       throw failure;
     }
     for (const [, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
       yield { type: "tool_call", id: call.id, name: call.name, input: parseToolArguments(call.arguments) };
     }
     yield { type: "stop", reason: calls.size > 0 ? "tool_use" : stopReason };
-  }
-
-  private toProviderError(error: unknown): ProviderError {
-    if (error instanceof APIError) {
-      return new ProviderError(this.provider, error.status, providerMessageOf(error.error, error.message), {
-        cause: error,
-      });
-    }
-    return new ProviderError(this.provider, undefined, (error as Error)?.message ?? String(error), {
-      cause: error,
-    });
   }
 }
 

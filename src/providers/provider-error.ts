@@ -3,6 +3,7 @@
  * and network errors are transient and retried by the loop; other 4xx are permanent and end the turn
  * with an `error` event that quotes the provider's own message.
  */
+import type { Logger } from "pino";
 import { ModelError } from "../errors.js";
 import { classifyError } from "../tools/resilience/classify.js";
 import type { Classification } from "../tools/resilience/tool-error.js";
@@ -47,4 +48,37 @@ export function providerMessageOf(body: unknown, fallback: string): string {
   }
   if (typeof record.message === "string") return record.message;
   return fallback;
+}
+
+/** An SDK error (or any failure) as a ProviderError; `isApiError` recognises the SDK's APIError. */
+export function toProviderError(
+  provider: string,
+  error: unknown,
+  isApiError: (error: unknown) => error is { status: number | undefined; error: unknown; message: string },
+): ProviderError {
+  if (isApiError(error)) {
+    return new ProviderError(provider, error.status, providerMessageOf(error.error, error.message), {
+      cause: error,
+    });
+  }
+  return new ProviderError(provider, undefined, (error as Error)?.message ?? String(error), { cause: error });
+}
+
+/** Logs the request that failed, with what the renderer did to the history (its diagnostics). */
+export function logProviderFailure(
+  logger: Logger,
+  failure: ProviderError,
+  request: { model: string; messageCount: number; diagnostics: unknown },
+): void {
+  logger.error(
+    {
+      provider: failure.provider,
+      model: request.model,
+      status: failure.status,
+      error: failure.providerMessage,
+      messageCount: request.messageCount,
+      diagnostics: request.diagnostics,
+    },
+    "model request failed",
+  );
 }

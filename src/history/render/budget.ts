@@ -5,23 +5,13 @@
  * the start of the first kept user message (a separate user message would break role alternation).
  * The newest turn is always kept, even when it alone is over budget. Estimates are ceil(chars / 4).
  */
-import type { RenderedMessage } from "./types.js";
+import type { BudgetReport, RenderedMessage } from "./types.js";
 import { omittedTurnsSummary } from "./wording.js";
 
 export const CHARACTERS_PER_TOKEN = 4;
 const SUMMARY_SEPARATOR = "\n\n";
 
-export type BudgetOutcome = {
-  messages: RenderedMessage[];
-  estimatedTokens: number;
-  renderedTokens: number;
-  droppedTurns: number;
-  droppedMessages: number;
-  droppedToolCalls: number;
-  droppedCallIds: string[];
-  summary?: string;
-  overBudget: boolean;
-};
+export type BudgetOutcome = BudgetReport & { messages: RenderedMessage[] };
 
 export function estimateTextTokens(characters: number): number {
   return Math.ceil(characters / CHARACTERS_PER_TOKEN);

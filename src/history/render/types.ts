@@ -128,22 +128,24 @@ export type RenderDiagnostics = {
   insertedMessages: { index: number; role: "user" | "assistant"; reason: string }[];
   /** The history's blocks were not in position order and were sorted. */
   reordered: boolean;
-  budget: {
-    budgetTokens: number;
-    estimatedTokens: number;
-    renderedTokens: number;
-    droppedTurns: number;
-    droppedMessages: number;
-    droppedToolCalls: number;
-    droppedCallIds: string[];
-    summary?: string;
-    /** Even the newest turn alone exceeds the budget; it is kept anyway. */
-    overBudget: boolean;
-  };
+  budget: BudgetReport & { budgetTokens: number };
 };
 
 export type RenderResult = {
   messages: RenderedMessage[];
   diagnostics: RenderDiagnostics;
   ids: IdMaps;
+};
+
+/** What the context budget did to a transcript (diagnostics.budget, without the limit itself). */
+export type BudgetReport = {
+  estimatedTokens: number;
+  renderedTokens: number;
+  droppedTurns: number;
+  droppedMessages: number;
+  droppedToolCalls: number;
+  droppedCallIds: string[];
+  summary?: string;
+  /** Even the newest turn alone exceeds the budget; it is kept anyway. */
+  overBudget: boolean;
 };
