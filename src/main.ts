@@ -15,6 +15,7 @@ import { recoverInterruptedTurns } from "./turns/recovery.js";
 const SHUTDOWN_DEADLINE_MS = 10_000;
 const SHUTDOWN_TURN_WAIT_MS = 3_000;
 const SHUTDOWN_FLUSH_WAIT_MS = 3_000;
+const EXEC_DRAIN_MARGIN_MS = 1_000;
 
 function start(): void {
   let loaded;
@@ -31,7 +32,16 @@ function start(): void {
   const logger = pino({ level: config.logLevel });
   for (const warning of warnings) logger.warn({ config: source }, warning);
 
-  const runtime = createRuntime(config, { logger, processMetrics: true });
+  let runtime;
+  try {
+    runtime = createRuntime(config, { logger, processMetrics: true });
+  } catch (error) {
+    if ((error as { code?: string }).code === "SQLITE_BUSY") {
+      process.stderr.write(`reins: the database in ${config.dataDir} is in use by another reins process\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
   const recovered = recoverInterruptedTurns(runtime.store);
   if (recovered.length > 0)
     logger.warn({ turnIds: recovered }, "turns interrupted by a previous crash were closed");
@@ -56,6 +66,9 @@ function start(): void {
     // Stop accepting; `closed` settles once every connection has ended.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await runtime.manager.abortAll("shutdown", SHUTDOWN_TURN_WAIT_MS);
+    // exec's own SIGTERM → SIGKILL sequence runs in this process: let it finish, then kill what is left
+    await runtime.processGroups.drain(config.tools.system.execKillGraceMs + EXEC_DRAIN_MARGIN_MS);
+    runtime.processGroups.killAll();
     // Aborted turns' streams end by themselves once their last events are written; give them time to
     // flush to the socket before dropping whatever connections remain.
     if ("closeIdleConnections" in server) server.closeIdleConnections();
@@ -71,6 +84,8 @@ function start(): void {
     logger.flush();
     process.exit(0);
   };
+  process.on("exit", () => runtime.processGroups.killAll());
+  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
   process.on("SIGTERM", (signal) => void shutdown(signal));
   process.on("SIGINT", (signal) => void shutdown(signal));
   server.on("error", (error: Error) => {

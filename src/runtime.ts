@@ -20,7 +20,7 @@ import { ToolRegistry } from "./tools/registry.js";
 import { BreakerRegistry } from "./tools/resilience/circuit-breaker.js";
 import { ToolRunner } from "./tools/runner.js";
 import { ToolScheduler } from "./tools/scheduler.js";
-import { systemTools } from "./tools/system/index.js";
+import { ProcessGroups, systemTools } from "./tools/system/index.js";
 import type { ToolDefinition } from "./tools/types.js";
 import { ToolCallingLoop } from "./turns/loop.js";
 import { TurnManager } from "./turns/manager.js";
@@ -54,6 +54,8 @@ export type Runtime = {
   loop: ToolCallingLoop;
   manager: TurnManager;
   metrics: Metrics;
+  /** Process groups started by `exec` and still alive. */
+  processGroups: ProcessGroups;
 };
 
 /** An engine for every provider whose key is configured. */
@@ -106,18 +108,24 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       onTraceError: (error, turnId, kind) =>
         logger.warn({ err: error, turnId, kind }, "could not persist trace entry"),
     });
-  const metrics = new Metrics({ defaultMetrics: options.processMetrics });
-  const recorder = new DecisionLog(store, metrics, logger);
   const { system } = config.tools;
+  const processGroups = new ProcessGroups();
   const registry = new ToolRegistry([
     ...builtinTools(),
     ...systemTools({
       enabled: system.enabled,
       execKillGraceMs: system.execKillGraceMs,
       maxOutputBytes: system.maxOutputBytes,
+      processGroups,
     }),
     ...(options.tools ?? []),
   ]);
+  const metrics = new Metrics({
+    defaultMetrics: options.processMetrics,
+    isKnownTool: (toolName) => registry.get(toolName) !== undefined,
+  });
+  const recorder = new DecisionLog(store, metrics, logger);
+
   const breakers = new BreakerRegistry(config.resilience.breaker, now);
   const runner = new ToolRunner(
     registry,
@@ -188,5 +196,17 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     },
   });
   metrics.observe({ activeTurns: () => manager.activeCount(), zombies: () => manager.zombies.size });
-  return { config, logger, store, registry, breakers, runner, scheduler, loop, manager, metrics };
+  return {
+    config,
+    logger,
+    store,
+    registry,
+    breakers,
+    runner,
+    scheduler,
+    loop,
+    manager,
+    metrics,
+    processGroups,
+  };
 }

@@ -29,17 +29,19 @@ function providerSchema(defaultModel: string, defaultBaseUrl?: string) {
   });
 }
 
-const milliseconds = z.number().int();
-const positiveMilliseconds = z.number().int().positive();
+/** Node timers cannot wait longer than 2^31−1 ms (about 24.8 days); a larger value would fire at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
+const milliseconds = z.number().int().max(MAX_TIMER_MS);
+const positiveMilliseconds = z.number().int().positive().max(MAX_TIMER_MS);
 
 /** Per-tool overrides, keyed by tool name in `tools.overrides`. */
 const retrySchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(100).optional(),
-  initialDelayMs: z.number().int().min(0).optional(),
+  initialDelayMs: milliseconds.min(0).optional(),
   multiplier: z.number().min(1).max(10).optional(),
-  maxDelayMs: z.number().int().min(0).optional(),
+  maxDelayMs: milliseconds.min(0).optional(),
   jitterRatio: z.number().min(0).max(1).optional(),
-  maxRetryTimeMs: z.number().int().min(0).optional(),
+  maxRetryTimeMs: milliseconds.min(0).optional(),
   retryOnTimeout: z.boolean().optional(),
 });
 
@@ -119,7 +121,7 @@ export const configSchema = z.strictObject({
           /** Working directory of `exec` and base of relative paths; defaults to the first allowed root. */
           workspace: z.string().min(1).optional(),
           /** Grace between SIGTERM and SIGKILL when an `exec` call is stopped. */
-          execKillGraceMs: z.number().int().min(0).default(2_000),
+          execKillGraceMs: milliseconds.min(0).default(2_000),
           /** Cap on what `exec`, `read_file` and `web_fetch` return (bytes). */
           maxOutputBytes: z.number().int().positive().default(65_536),
         })
@@ -130,7 +132,7 @@ export const configSchema = z.strictObject({
     .strictObject({
       maxSteps: z.number().int().min(1).max(1000).default(25),
       /** Per-turn limit (0 = none): then open calls are closed and one final inference answers. */
-      timeoutMs: z.number().int().min(0).default(DEFAULT_TURN_TIMEOUT_MS),
+      timeoutMs: milliseconds.min(0).default(DEFAULT_TURN_TIMEOUT_MS),
       /** How long that final inference may take before the turn is aborted. */
       finalAnswerTimeoutMs: positiveMilliseconds.default(30_000),
       /** Deepest nesting of child turns started by `delegate`. */
@@ -160,7 +162,7 @@ export const configSchema = z.strictObject({
       progressIntervalMs: positiveMilliseconds.default(DEFAULT_PROGRESS_INTERVAL_MS),
       pingIntervalMs: positiveMilliseconds.default(DEFAULT_PING_INTERVAL_MS),
       onDisconnect: z.enum(["abort", "continue"]).default("abort"),
-      disconnectGraceMs: z.number().int().min(0).default(0),
+      disconnectGraceMs: milliseconds.min(0).default(0),
     })
     .prefault({}),
 });

@@ -80,12 +80,15 @@ export class SqliteHistoryStore implements HistoryStore {
   constructor(filename: string, options: SqliteStoreOptions = {}) {
     if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true });
     this.db = new BetterSqlite3(filename);
+    // One process owns the database: EXCLUSIVE locking makes a second server on the same DATA_DIR fail
+    // at start-up instead of both writing (and recovering each other's live turns as crashed).
+    if (filename !== ":memory:") this.db.pragma("locking_mode = EXCLUSIVE");
     this.db.pragma("journal_mode = WAL");
     // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9), which is the
     // failure this server must tolerate; only an OS crash or power loss may lose the last commits.
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
-    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma("busy_timeout = 1000");
     migrate(this.db);
     this.now = options.now ?? Date.now;
     this.onTraceError = options.onTraceError ?? (() => {});

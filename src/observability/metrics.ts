@@ -5,6 +5,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Decision } from "./decision.js";
 
+export const UNKNOWN_TOOL_LABEL = "(unknown)";
+
 export type MetricSources = { activeTurns: () => number; zombies: () => number };
 
 const BREAKER_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
@@ -28,7 +30,12 @@ export class Metrics {
   private readonly turnsEnded: Counter<"outcome">;
   private sources: MetricSources | undefined;
 
-  constructor(options: { defaultMetrics?: boolean } = {}) {
+  /** The `tool` label: a registered tool's name, else "(unknown)", so model-invented names add no series. */
+  private readonly toolLabel: (toolName: string) => string;
+
+  constructor(options: { defaultMetrics?: boolean; isKnownTool?: (toolName: string) => boolean } = {}) {
+    const isKnownTool = options.isKnownTool ?? (() => true);
+    this.toolLabel = (toolName) => (isKnownTool(toolName) ? toolName : UNKNOWN_TOOL_LABEL);
     const registers = [this.registry];
     // Gauges of live state are read at scrape time from the sources given to `observe`.
     const sources = () => this.sources;
@@ -135,29 +142,32 @@ export class Metrics {
   observeDecision(decision: Decision): void {
     switch (decision.kind) {
       case "classification":
-        this.toolErrors.inc({ tool: decision.toolName, classification: decision.classification });
+        this.toolErrors.inc({
+          tool: this.toolLabel(decision.toolName),
+          classification: decision.classification,
+        });
         break;
       case "retry":
-        this.retries.inc({ tool: decision.toolName });
+        this.retries.inc({ tool: this.toolLabel(decision.toolName) });
         break;
       case "retry_succeeded":
-        this.retrySuccesses.inc({ tool: decision.toolName });
+        this.retrySuccesses.inc({ tool: this.toolLabel(decision.toolName) });
         break;
       case "breaker_transition":
-        this.breakerState.set({ tool: decision.toolName }, BREAKER_STATE_VALUE[decision.to]);
-        if (decision.to === "open") this.breakerOpens.inc({ tool: decision.toolName });
+        this.breakerState.set({ tool: this.toolLabel(decision.toolName) }, BREAKER_STATE_VALUE[decision.to]);
+        if (decision.to === "open") this.breakerOpens.inc({ tool: this.toolLabel(decision.toolName) });
         break;
       case "timeout":
-        this.timeouts.inc({ tool: decision.toolName, kind: decision.timeoutKind });
+        this.timeouts.inc({ tool: this.toolLabel(decision.toolName), kind: decision.timeoutKind });
         break;
       case "zombie":
-        if (decision.state === "started") this.zombiesTotal.inc({ tool: decision.toolName });
+        if (decision.state === "started") this.zombiesTotal.inc({ tool: this.toolLabel(decision.toolName) });
         break;
       case "fallback":
-        this.fallbacks.inc({ tool: decision.toolName });
+        this.fallbacks.inc({ tool: this.toolLabel(decision.toolName) });
         break;
       case "skipped":
-        this.skipped.inc({ tool: decision.toolName });
+        this.skipped.inc({ tool: this.toolLabel(decision.toolName) });
         break;
       case "loop":
         this.loopsDetected.inc({ action: decision.action });
@@ -168,7 +178,7 @@ export class Metrics {
   }
 
   toolCallEnded(toolName: string, status: string): void {
-    this.toolCalls.inc({ tool: toolName, status });
+    this.toolCalls.inc({ tool: this.toolLabel(toolName), status });
   }
 
   /** Gauges read at scrape time. */

@@ -112,7 +112,6 @@ export class ToolRunner {
     const tool = this.registry.get(call.name);
     const resolved = resolveCall(tool, call.input, this.settings);
     for (const warning of resolved.warnings) this.warn(`${call.name} (${call.callId}): ${warning}`);
-    hooks.onStart?.(call, resolved.limits);
     const callSignal = scope.callSignal?.(call.callId);
     const finish = (outcome: Partial_, attempts: number): ToolOutcome => ({
       ...outcome,
@@ -120,8 +119,11 @@ export class ToolRunner {
       attempts,
     });
 
-    if (scope.signal.aborted || callSignal?.aborted)
+    // a call cancelled before it started has no tool_start (its turn or deadline closed it already)
+    if (scope.signal.aborted || callSignal?.aborted) {
       return finish(this.cancelled(call, scope.signal, callSignal), 0);
+    }
+    hooks.onStart?.(call, resolved.limits);
     if (!tool) {
       this.decide(scope, call, {
         kind: "classification",
@@ -357,6 +359,11 @@ export class ToolRunner {
 
       scope.signal.addEventListener("abort", onCancel, { once: true });
       callSignal?.addEventListener("abort", onCancel, { once: true });
+      // aborted before the listeners were in place (e.g. by whoever observed tool_start): same outcome
+      if (scope.signal.aborted || callSignal?.aborted) {
+        onCancel();
+        return;
+      }
       if (timeoutMs > 0) totalTimer = setTimeout(() => expire("total", timeoutMs), timeoutMs);
       armIdle();
       reportProgress(this.settings.progressAfterMs);

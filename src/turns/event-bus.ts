@@ -20,6 +20,7 @@ export class TurnEventBus {
     private readonly store: Pick<HistoryStore, "appendEvent">,
     private readonly now: () => number,
     lastSeq = 0,
+    private readonly onPersistError: (error: unknown, event: TurnEvent) => void = () => {},
   ) {
     this.seq = lastSeq;
   }
@@ -40,7 +41,13 @@ export class TurnEventBus {
   emit(body: EventBody): TurnEvent | undefined {
     if (this.closed) return undefined;
     const event = { ...body, turnId: this.turnId, seq: this.seq + 1, at: this.now() } as TurnEvent;
-    this.store.appendEvent(event);
+    try {
+      this.store.appendEvent(event);
+    } catch (error) {
+      // A failed write must not strand the clients following the turn: they still get the event (and
+      // above all the terminal one); the failure is reported and the log has a gap.
+      this.onPersistError(error, event);
+    }
     this.seq = event.seq;
     if (isTerminalEvent(event)) this.closed = true;
     this.pending.push(event);

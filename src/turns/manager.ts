@@ -158,8 +158,10 @@ export class TurnManager {
       parentTurnId: parent?.turnId,
       depth,
     });
-    const bus = new TurnEventBus(turnId, store, this.now);
     const logger = this.deps.logger.child({ turnId, sessionId: session.id });
+    const bus = new TurnEventBus(turnId, store, this.now, 0, (error, event) =>
+      logger.error({ err: error, seq: event.seq, type: event.type }, "could not persist event"),
+    );
     const turn = new ActiveTurn(
       turnId,
       session.id,
@@ -188,7 +190,10 @@ export class TurnManager {
     if (settings.turnTimeoutMs > 0) {
       turn.deadlineTimer = setTimeout(() => this.reachDeadline(turn), settings.turnTimeoutMs);
     }
-    turn.done = this.drive(turn);
+    turn.done = this.drive(turn).catch((error: unknown) => {
+      logger.error({ err: error }, "turn driver failed");
+      this.finishAborted(turn, "error");
+    });
     return turn;
   }
 
@@ -256,6 +261,8 @@ export class TurnManager {
     const turn = this.turns.get(turnId);
     const controller = turn?.callControllers.get(toolId);
     if (!turn || turn.finished || !controller || controller.signal.aborted) return false;
+    // a call that already has its result is not cancellable
+    if (this.deps.store.openCalls(turnId).every((call) => call.callId !== toolId)) return false;
     const toolName = turn.runningTools.get(toolId)?.toolName ?? "?";
     this.record(turn, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
     controller.abort(new TurnAbortedError("user"));
@@ -344,6 +351,8 @@ export class TurnManager {
     this.record(turn, { kind: "turn_deadline", timeoutMs: turnTimeoutMs, closedCalls: closed.length });
     turn.logger.info({ timeoutMs: turnTimeoutMs, closedCalls: closed.length }, "turn deadline reached");
     turn.workController.abort(new TurnAbortedError("timeout"));
+    // a step pause must not eat the time left for the final answer
+    this.steps.releaseTurn(turn.turnId);
     // The final inference is bounded too: a model that cannot answer in time ends the turn.
     turn.deadlineTimer = setTimeout(() => this.abortTurn(turn.turnId, "timeout"), finalAnswerTimeoutMs);
   }
@@ -418,7 +427,9 @@ export class TurnManager {
 
   private finishCompleted(turn: ActiveTurn, result: LoopResult): void {
     if (!this.begin(turn)) return;
-    this.deps.store.endTurn(turn.turnId, { status: "completed", stopReason: result.stopReason });
+    this.persist(turn, () =>
+      this.deps.store.endTurn(turn.turnId, { status: "completed", stopReason: result.stopReason }),
+    );
     const durationMs = this.now() - turn.startedAt;
     turn.bus.emit({
       type: "turn_complete",
@@ -437,17 +448,22 @@ export class TurnManager {
 
   private finishAborted(turn: ActiveTurn, reason: AbortReason): void {
     if (!this.begin(turn)) return;
-    const closed = this.deps.store.endTurn(turn.turnId, { status: "aborted", abortReason: reason }, () => ({
-      status: "cancelled",
-      result: cancelledResult(reason),
-      isError: true,
-    }));
+    const closed =
+      this.persist(turn, () =>
+        this.deps.store.endTurn(turn.turnId, { status: "aborted", abortReason: reason }, () => ({
+          status: "cancelled",
+          result: cancelledResult(reason),
+          isError: true,
+        })),
+      ) ?? [];
     this.emitClosedResults(turn, closed, "cancelled");
     turn.bus.emit({ type: "turn_abort", reason });
     this.record(turn, { kind: "abort", reason, closedCalls: closed.length });
     turn.logger.info({ reason, closedCalls: closed.length }, "turn aborted");
     this.release(turn, `aborted:${reason}`);
-    for (const childTurnId of turn.childTurnIds) this.abortTurn(childTurnId, "parent");
+    // a child ends for its parent's reason when that reason concerns every turn (shutdown)
+    const childReason = reason === "shutdown" ? "shutdown" : "parent";
+    for (const childTurnId of turn.childTurnIds) this.abortTurn(childTurnId, childReason);
     this.abortSignals(turn, reason);
   }
 
@@ -470,6 +486,20 @@ export class TurnManager {
         durationMs: running ? now - running.startedAt : 0,
         attempts: 0,
       });
+    }
+  }
+
+  /**
+   * Runs a store write of a turn that is ending; a failure is logged and the turn still ends in memory
+   * (released, signals aborted, terminal event delivered), so one bad write never strands a turn.
+   * A turn whose end was not recorded is closed as interrupted at the next start-up.
+   */
+  private persist<T>(turn: ActiveTurn, write: () => T): T | undefined {
+    try {
+      return write();
+    } catch (error) {
+      turn.logger.error({ err: error }, "could not record the end of the turn");
+      return undefined;
     }
   }
 

@@ -87,6 +87,13 @@ export class StepController {
     return released.length;
   }
 
+  /** Releases the pause a turn is waiting in (its deadline passed); true if there was one. */
+  releaseTurn(turnId: string): boolean {
+    const pause = [...this.waiting.values()].find((waiting) => waiting.turnId === turnId);
+    pause?.release("disabled");
+    return pause !== undefined;
+  }
+
   /** The pause a turn is waiting in, if any. */
   pauseOf(turnId: string): PauseInfo | undefined {
     for (const { pauseId, turnId: owner, phase, deadlineMs } of this.waiting.values()) {

@@ -7,7 +7,11 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HistoryBlock } from "../../src/history/model.js";
-import { startServer, type ServerHandle } from "../helpers/server.js";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { liveDescendants, liveMembersOfGroup } from "../helpers/processes.js";
+import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 type History = {
@@ -41,7 +45,7 @@ async function activeTurnIds(handle: ServerHandle): Promise<string[]> {
 }
 
 /** Polls until `check` passes (for effects that follow a disconnect, which has no response to wait on). */
-async function eventually(check: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
+async function eventually<T>(check: () => Promise<T>, timeoutMs = 5_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -237,5 +241,48 @@ describe("crash and shutdown", () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe("process ownership", () => {
+  it("kills an exec process group that ignores SIGTERM before the server exits on SIGTERM", async () => {
+    const root = mkdtempSync(join(tmpdir(), "reins-exec-root-"));
+    try {
+      const handle = await server({ SYSTEM_TOOLS: "exec", ALLOWED_ROOTS: root, EXEC_KILL_GRACE_MS: "300" });
+      const stream = await SseStream.start(handle.baseUrl, {
+        message: `/tool exec {"command":"trap '' TERM; sleep 47.123"}`,
+      });
+      await stream.next((event) => event.type === "tool_start");
+      const group = await eventually(async () => {
+        const shell = liveDescendants(handle.child.pid ?? -1).find((process) => process.command === "sh");
+        if (!shell || !liveMembersOfGroup(shell.pgid).some((process) => process.command === "sleep")) {
+          throw new Error("exec not running yet");
+        }
+        return shell.pgid;
+      });
+      expect(await handle.stop("SIGTERM")).toBe(0);
+      expect(liveMembersOfGroup(group)).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses to start a second server on a DATA_DIR another one is using", async () => {
+    const first = await server();
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", DATA_DIR: first.dataDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) =>
+      child.on("exit", (exitCode) => resolve(exitCode)),
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain("in use by another reins process");
+    // the first server is untouched
+    const stream = await SseStream.start(first.baseUrl, { message: "still here" });
+    expect((await stream.untilEnd()).at(-1)?.type).toBe("turn_complete");
   });
 });

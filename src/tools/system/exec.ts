@@ -8,6 +8,7 @@
  * has them stopped the same way before its result is returned.
  */
 import { spawn } from "node:child_process";
+import type { ProcessGroups } from "./process-groups.js";
 import { once } from "node:events";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
@@ -47,7 +48,12 @@ const input = z.strictObject({
 });
 
 export type ExecInput = z.infer<typeof input>;
-export type ExecSettings = { execKillGraceMs: number; maxOutputBytes: number };
+export type ExecSettings = {
+  execKillGraceMs: number;
+  maxOutputBytes: number;
+  /** Where live process groups are tracked, so shutdown can wait for and kill them. */
+  processGroups?: ProcessGroups;
+};
 
 /** Builds `exec` with the given kill grace and output cap. */
 export function createExecTool(settings: ExecSettings): ToolDefinition<ExecInput> {
@@ -102,6 +108,7 @@ async function runCommand(
   child.stderr.on("data", onOutput(stderr));
 
   const groupId = child.pid;
+  if (groupId !== undefined) settings.processGroups?.add(groupId);
   let stopping: Promise<void> | undefined;
   const stopGroup = (): Promise<void> =>
     (stopping ??=
@@ -136,6 +143,9 @@ async function runCommand(
   } finally {
     clearTimeout(drainTimer);
     context.signal.removeEventListener("abort", onAbort);
+    // the group is gone (exited, or stopped above); an abort that lands later is handled by onAbort's stop
+    if (groupId !== undefined && stopping === undefined) settings.processGroups?.delete(groupId);
+    else if (groupId !== undefined) void stopping?.finally(() => settings.processGroups?.delete(groupId));
     child.stdout.destroy();
     child.stderr.destroy();
   }

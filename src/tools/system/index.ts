@@ -4,6 +4,7 @@
  * `allowedRoots` and `workspace`.
  */
 import type { ToolDefinition } from "../types.js";
+import type { ProcessGroups } from "./process-groups.js";
 import { createExecTool } from "./exec.js";
 import { createReadFileTool } from "./read-file.js";
 import { createWebFetchTool } from "./web-fetch.js";
@@ -11,6 +12,7 @@ import { createWebFetchTool } from "./web-fetch.js";
 export { createExecTool, type ExecInput, type ExecSettings } from "./exec.js";
 export { createReadFileTool, type ReadFileInput, type ReadFileSettings } from "./read-file.js";
 export { createWebFetchTool, type WebFetchInput, type WebFetchSettings } from "./web-fetch.js";
+export { ProcessGroups } from "./process-groups.js";
 export { confinePath, isInside, resolveConfinement, type Confinement } from "./paths.js";
 
 export type SystemToolName = "exec" | "read_file" | "web_fetch";
@@ -19,6 +21,7 @@ export type SystemToolSettings = {
   enabled: readonly SystemToolName[];
   execKillGraceMs: number;
   maxOutputBytes: number;
+  processGroups?: ProcessGroups;
 };
 
 const FACTORIES: Record<SystemToolName, (settings: SystemToolSettings) => ToolDefinition> = {
