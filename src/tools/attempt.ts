@@ -1,0 +1,218 @@
+/**
+ * One attempt of a tool call (DESIGN.md §5.1): the tool runs under its wall-clock and idle deadlines
+ * with progress reports, and the attempt settles at the first of completion, expiry or cancellation —
+ * whether or not the tool honours its signal. Timers are created here only and cleared when the attempt
+ * settles however it settles; abort listeners are removed then too, so nothing outlives the attempt but
+ * a tool that ignored its signal, which becomes a tracked zombie after ZOMBIE_GRACE_MS.
+ */
+import { ToolTimeoutError, TurnAbortedError, type AbortReason } from "../errors.js";
+import type { Decision, DecisionRecorder } from "../observability/decision.js";
+import {
+  cancelledResult,
+  errorResult,
+  stringifyToolOutput,
+  timeoutResult,
+  TOOL_CANCELLED_RESULT,
+} from "./results.js";
+import type {
+  ToolCallHooks,
+  ToolCallRequest,
+  ToolContext,
+  ToolDefinition,
+  ToolOutcome,
+  ToolServices,
+} from "./types.js";
+
+/** How long a tool may keep running after its call closed before it counts as a zombie. */
+export const ZOMBIE_GRACE_MS = 1_000;
+
+/** The turn-level facts a call's context is made from. */
+export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "heartbeat" | "services"> & {
+  signal: AbortSignal;
+  services?: ToolServices;
+  /** A per-call signal (cancel one tool); its abort cancels only that call. */
+  callSignal?: (callId: string) => AbortSignal | undefined;
+};
+
+/** An outcome before the runner adds its duration and attempt count. */
+export type PartialOutcome = Omit<ToolOutcome, "durationMs" | "attempts">;
+export type AttemptResult = PartialOutcome & { error?: unknown };
+
+/** Everything one call needs while it runs; built once per call. */
+export type CallRun = {
+  call: ToolCallRequest;
+  tool: ToolDefinition;
+  input: unknown;
+  limits: { timeoutMs: number; idleTimeoutMs: number };
+  scope: CallScope;
+  callSignal: AbortSignal | undefined;
+  hooks: ToolCallHooks;
+  startedAt: number;
+};
+
+export type AttemptOptions = {
+  now: () => number;
+  progressAfterMs: number;
+  progressIntervalMs: number;
+  recorder: DecisionRecorder;
+};
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A decision about the attempt's call (its callId and toolName are added). */
+export type CallDecision = DistributiveOmit<Decision, "callId" | "toolName">;
+
+/** One attempt under the call's deadlines; settles at the first of completion, expiry or cancel. */
+export function runAttempt(run: CallRun, options: AttemptOptions): Promise<AttemptResult> {
+  const { call, tool, scope, hooks, callSignal } = run;
+  const { timeoutMs, idleTimeoutMs } = run.limits;
+  const record = (decision: CallDecision) =>
+    options.recorder.record(scope.turnId, {
+      ...decision,
+      callId: call.callId,
+      toolName: call.name,
+    } as Decision);
+  return new Promise<AttemptResult>((resolve) => {
+    const controller = new AbortController();
+    let settled = false;
+    let toolRunning = false;
+    let lastMessage: string | null = null;
+    let totalTimer: NodeJS.Timeout | undefined;
+    let idleTimer: NodeJS.Timeout | undefined;
+    let progressTimer: NodeJS.Timeout | undefined;
+
+    let zombieTimer: NodeJS.Timeout | undefined;
+    let zombie = false;
+
+    /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
+    const settle = (result: AttemptResult, fromTool = false) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(totalTimer);
+      clearTimeout(idleTimer);
+      clearTimeout(progressTimer);
+      scope.signal.removeEventListener("abort", onCancel);
+      callSignal?.removeEventListener("abort", onCancel);
+      if (toolRunning && !fromTool) {
+        // A cooperative tool settles right after its signal aborts; one still running after the
+        // grace period ignored it and is tracked as a zombie until it settles (DESIGN.md §5.2).
+        zombieTimer = setTimeout(() => {
+          zombie = true;
+          record({ kind: "zombie", state: "started" });
+          hooks.onZombie?.(call, "started");
+        }, ZOMBIE_GRACE_MS);
+        zombieTimer.unref();
+      }
+      resolve(result);
+    };
+    const expire = (kind: "total" | "idle", limitMs: number) => {
+      if (settled) return;
+      const error = new ToolTimeoutError(call.name, limitMs, kind);
+      controller.abort(error);
+      record({ kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
+      hooks.onTimeout?.(call, { kind, timeoutMs: limitMs });
+      settle({
+        status: "timeout",
+        isError: true,
+        result: timeoutResult(error),
+        timeout: { kind, timeoutMs: limitMs },
+        error,
+      });
+    };
+    const armIdle = () => {
+      if (idleTimeoutMs <= 0) return;
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => expire("idle", idleTimeoutMs), idleTimeoutMs);
+    };
+    const reportProgress = (delayMs: number) => {
+      progressTimer = setTimeout(() => {
+        if (settled) return;
+        hooks.onProgress?.(call, { elapsedMs: options.now() - run.startedAt, message: lastMessage });
+        reportProgress(options.progressIntervalMs);
+      }, delayMs);
+    };
+    const onCancel = () => {
+      const reason = callSignal?.aborted && !scope.signal.aborted ? callSignal.reason : scope.signal.reason;
+      controller.abort(reason);
+      settle(cancelledOutcome(scope.signal, callSignal));
+    };
+
+    scope.signal.addEventListener("abort", onCancel, { once: true });
+    callSignal?.addEventListener("abort", onCancel, { once: true });
+    // aborted before the listeners were in place (e.g. by whoever observed tool_start): same outcome
+    if (scope.signal.aborted || callSignal?.aborted) {
+      onCancel();
+      return;
+    }
+    if (timeoutMs > 0) totalTimer = setTimeout(() => expire("total", timeoutMs), timeoutMs);
+    armIdle();
+    reportProgress(options.progressAfterMs);
+
+    const context: ToolContext = {
+      turnId: scope.turnId,
+      sessionId: scope.sessionId,
+      agentId: scope.agentId,
+      callId: call.callId,
+      toolName: call.name,
+      workspace: scope.workspace,
+      allowedRoots: scope.allowedRoots,
+      depth: scope.depth,
+      signal: controller.signal,
+      services: scope.services,
+      heartbeat: (message?: string) => {
+        if (settled) return;
+        if (message !== undefined) lastMessage = message;
+        armIdle();
+      },
+    };
+    // Deferred to a microtask so a tool that throws synchronously is handled like one that rejects;
+    // a call cancelled in the tick it started never reaches the tool.
+    Promise.resolve()
+      .then(() => {
+        if (settled) return undefined;
+        toolRunning = true;
+        return tool.execute(run.input, context);
+      })
+      .then(
+        (value) => settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }, true),
+        (error: unknown) =>
+          settle(
+            {
+              status: "error",
+              isError: true,
+              result: errorResult(call.name, errorMessage(error) ?? String(error)),
+              error,
+            },
+            true,
+          ),
+      )
+      .finally(() => {
+        toolRunning = false;
+        clearTimeout(zombieTimer);
+        // A zombie has settled at last; its late result was dropped above (the attempt had ended).
+        if (zombie) {
+          record({ kind: "zombie", state: "settled" });
+          hooks.onZombie?.(call, "settled");
+        }
+      });
+  });
+}
+
+/** The result of a call cancelled by its turn (the reason's wording) or by itself alone. */
+export function cancelledOutcome(
+  turnSignal: AbortSignal,
+  callSignal: AbortSignal | undefined,
+): PartialOutcome {
+  if (callSignal?.aborted && !turnSignal.aborted) {
+    return { status: "cancelled", isError: true, result: TOOL_CANCELLED_RESULT };
+  }
+  return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(turnSignal)) };
+}
+
+export function errorMessage(error: unknown): string | undefined {
+  return error instanceof Error ? error.message : error === undefined ? undefined : String(error);
+}
+
+/** The reason recorded on a turn's signal; an abort without a `TurnAbortedError` counts as the user's. */
+export function abortReasonOf(signal: AbortSignal): AbortReason {
+  return signal.reason instanceof TurnAbortedError ? signal.reason.reason : "user";
+}
