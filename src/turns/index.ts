@@ -1,9 +1,7 @@
+export { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "./errors.js";
+export { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";
 export {
   TurnManager,
-  SessionBusyError,
-  SessionNotFoundError,
-  UnknownProviderError,
-  type ActiveTurnDetails,
   type StartTurnRequest,
   type TurnManagerDeps,
   type TurnManagerSettings,

@@ -21,7 +21,9 @@ import { ActiveTurn } from "./active-turn.js";
 import { TurnEventBus } from "./event-bus.js";
 import type { LoopResult, ToolCallingLoop } from "./loop.js";
 import { turnServices } from "./turn-services.js";
-import { StepController, type PauseInfo } from "./step-control.js";
+import { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";
+import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "./errors.js";
+import { StepController } from "./step-control.js";
 import { ZombieRegistry, type Zombie } from "./zombie-registry.js";
 
 export type StartTurnRequest = {
@@ -34,22 +36,6 @@ export type StartTurnRequest = {
   stepMode?: boolean;
   /** The principal starting the turn; a new session is owned by it. */
   principal?: string | null;
-};
-
-export type ActiveTurnDetails = {
-  turnId: string;
-  sessionId: string;
-  agentId: string;
-  startedAt: number;
-  currentTool: string | null;
-  runningTools: { toolId: string; toolName: string; elapsedMs: number }[];
-  toolCallCount: number;
-  paused: boolean;
-  pause: PauseInfo | null;
-  parentTurnId: string | null;
-  childTurnIds: string[];
-  depth: number;
-  zombies: { toolId: string; toolName: string; elapsedMs: number }[];
 };
 
 export type TurnManagerSettings = {
@@ -86,27 +72,6 @@ export type TurnManagerDeps = {
   /** Told when a turn ends, for metrics. */
   onTurnEnded?: (outcome: string, durationMs: number) => void;
 };
-
-/** Errors the HTTP layer maps to 404 / 409 / 400. */
-export class SessionNotFoundError extends ReinsError {
-  constructor(sessionId: string) {
-    super("session_not_found", `Session not found: ${sessionId}`, { data: { sessionId } });
-  }
-}
-export class SessionBusyError extends ReinsError {
-  constructor(sessionId: string, turnId: string) {
-    super("session_busy", `Session ${sessionId} already has a running turn (${turnId}).`, {
-      data: { sessionId, turnId },
-    });
-  }
-}
-export class UnknownProviderError extends ReinsError {
-  constructor(provider: string, known: string[]) {
-    super("unknown_provider", `Unknown provider "${provider}"; configured: ${known.join(", ")}.`, {
-      data: { provider, known },
-    });
-  }
-}
 
 export class TurnManager {
   readonly zombies = new ZombieRegistry();
@@ -208,35 +173,14 @@ export class TurnManager {
   getActiveTurnDetails(): ActiveTurnDetails[] {
     const now = this.now();
     const zombies = this.zombies.list();
-    return [...this.turns.values()].map((turn) => {
-      const pause = this.steps.pauseOf(turn.turnId);
-      const running = [...turn.runningTools.entries()].map(([toolId, tool]) => ({
-        toolId,
-        toolName: tool.toolName,
-        elapsedMs: now - tool.startedAt,
-      }));
-      return {
-        turnId: turn.turnId,
-        sessionId: turn.sessionId,
-        agentId: turn.agentId,
-        startedAt: turn.startedAt,
-        currentTool: running.at(-1)?.toolName ?? null,
-        runningTools: running,
+    return [...this.turns.values()].map((turn) =>
+      describeActiveTurn(turn, {
+        now,
+        pause: this.steps.pauseOf(turn.turnId),
         toolCallCount: this.deps.store.getTurn(turn.turnId)?.toolCallCount ?? 0,
-        paused: pause !== undefined,
-        pause: pause ?? null,
-        parentTurnId: turn.parentTurnId,
-        childTurnIds: [...turn.childTurnIds],
-        depth: turn.depth,
-        zombies: zombies
-          .filter((zombie) => zombie.turnId === turn.turnId)
-          .map((zombie) => ({
-            toolId: zombie.toolId,
-            toolName: zombie.toolName,
-            elapsedMs: now - zombie.since,
-          })),
-      };
-    });
+        zombies: zombies.filter((zombie) => zombie.turnId === turn.turnId),
+      }),
+    );
   }
 
   /** Tools still running after their call was closed, across all turns (ended ones included). */

@@ -21,12 +21,8 @@ import { createRuntime, type Runtime } from "../../src/runtime.js";
 import type { ToolDefinition } from "../../src/tools/types.js";
 import type { ActiveTurn } from "../../src/turns/active-turn.js";
 import { ToolCallingLoop, type LoopSnapshot } from "../../src/turns/loop.js";
-import {
-  SessionBusyError,
-  SessionNotFoundError,
-  TurnManager,
-  UnknownProviderError,
-} from "../../src/turns/manager.js";
+import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "../../src/turns/errors.js";
+import { TurnManager } from "../../src/turns/manager.js";
 import { recoverInterruptedTurns } from "../../src/turns/recovery.js";
 
 const silent = pino({ level: "silent" });

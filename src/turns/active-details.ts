@@ -1,0 +1,54 @@
+/**
+ * The view of a running turn that `GET /api/turns/active` shows (DESIGN.md §3): its running tools with
+ * their elapsed time, its pause, its links to parent and child turns, and its zombies.
+ */
+import type { ActiveTurn } from "./active-turn.js";
+import type { PauseInfo } from "./step-control.js";
+import type { Zombie } from "./zombie-registry.js";
+
+export type ActiveTurnDetails = {
+  turnId: string;
+  sessionId: string;
+  agentId: string;
+  startedAt: number;
+  currentTool: string | null;
+  runningTools: { toolId: string; toolName: string; elapsedMs: number }[];
+  toolCallCount: number;
+  paused: boolean;
+  pause: PauseInfo | null;
+  parentTurnId: string | null;
+  childTurnIds: string[];
+  depth: number;
+  zombies: { toolId: string; toolName: string; elapsedMs: number }[];
+};
+
+export function describeActiveTurn(
+  turn: ActiveTurn,
+  facts: { now: number; pause: PauseInfo | undefined; toolCallCount: number; zombies: readonly Zombie[] },
+): ActiveTurnDetails {
+  const { now, pause } = facts;
+  const running = [...turn.runningTools.entries()].map(([toolId, tool]) => ({
+    toolId,
+    toolName: tool.toolName,
+    elapsedMs: now - tool.startedAt,
+  }));
+  return {
+    turnId: turn.turnId,
+    sessionId: turn.sessionId,
+    agentId: turn.agentId,
+    startedAt: turn.startedAt,
+    currentTool: running.at(-1)?.toolName ?? null,
+    runningTools: running,
+    toolCallCount: facts.toolCallCount,
+    paused: pause !== undefined,
+    pause: pause ?? null,
+    parentTurnId: turn.parentTurnId,
+    childTurnIds: [...turn.childTurnIds],
+    depth: turn.depth,
+    zombies: facts.zombies.map((zombie) => ({
+      toolId: zombie.toolId,
+      toolName: zombie.toolName,
+      elapsedMs: now - zombie.since,
+    })),
+  };
+}
