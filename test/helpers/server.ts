@@ -91,3 +91,20 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
     },
   };
 }
+
+/** Runs the server expecting it to refuse to start; resolves with its exit code and what it printed. */
+export async function runServerToExit(
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) =>
+    child.on("exit", (exitCode) => resolve(exitCode)),
+  );
+  return { code, stderr };
+}

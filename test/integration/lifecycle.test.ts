@@ -7,11 +7,11 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HistoryBlock } from "../../src/history/model.js";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { liveDescendants, liveMembersOfGroup } from "../helpers/processes.js";
-import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
+import { runServerToExit, startServer, type ServerHandle } from "../helpers/server.js";
+import { eventually } from "../helpers/eventually.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 type History = {
@@ -42,19 +42,6 @@ async function activeTurnIds(handle: ServerHandle): Promise<string[]> {
     turns: { turnId: string }[];
   };
   return body.turns.map((turn) => turn.turnId);
-}
-
-/** Polls until `check` passes (for effects that follow a disconnect, which has no response to wait on). */
-async function eventually<T>(check: () => Promise<T>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
 }
 
 describe("idle timeout", () => {
@@ -269,16 +256,7 @@ describe("process ownership", () => {
 
   it("refuses to start a second server on a DATA_DIR another one is using", async () => {
     const first = await server();
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", DATA_DIR: first.dataDir },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) =>
-      child.on("exit", (exitCode) => resolve(exitCode)),
-    );
+    const { code, stderr } = await runServerToExit({ DATA_DIR: first.dataDir });
     expect(code).toBe(1);
     expect(stderr).toContain("in use by another reins process");
     // the first server is untouched

@@ -4,10 +4,9 @@
  * table built from /openapi.json, so a new route cannot slip through), CORS, and the refusal to listen
  * on a non-loopback host without tokens.
  */
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
-import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
+import { runServerToExit, startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 const ALICE = "alice-token-0001";
@@ -261,16 +260,7 @@ describe("auth and ownership", () => {
 
 describe("exposure", () => {
   it("refuses to start on a non-loopback host with no tokens, naming the fix", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? "", HOST: "0.0.0.0", PORT: "0", DATA_DIR: "/tmp/reins-never-used" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) =>
-      child.on("exit", (exitCode) => resolve(exitCode)),
-    );
+    const { code, stderr } = await runServerToExit({ HOST: "0.0.0.0", DATA_DIR: "/tmp/reins-never-used" });
     expect(code).toBe(1);
     expect(stderr).toContain("server.host (HOST)");
     expect(stderr).toContain("AUTH_TOKENS");

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
 import { FakeProvider } from "../support/fake-providers.js";
+import { eventually } from "../helpers/eventually.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
@@ -261,15 +262,12 @@ describe("providers through the official SDKs", () => {
     fakes.kimi.enqueue({ kind: "stall" });
     const stream = await SseStream.start(server.baseUrl, { message: "think forever", provider: "kimi" });
     await stream.next((event) => event.type === "turn_start");
-    for (let waited = 0; fakes.kimi.requests.length === 0 && waited < 5_000; waited += 20) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await eventually(() => {
+      if (fakes.kimi.requests.length === 0) throw new Error("the provider has no request yet");
+    });
     await fetch(`${server.baseUrl}/api/turns/${turnIdOf(stream)}/abort`, { method: "POST" });
     expect((await stream.untilEnd()).at(-1)).toMatchObject({ type: "turn_abort", reason: "user" });
-    for (let waited = 0; fakes.kimi.abandoned === 0 && waited < 5_000; waited += 20) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(fakes.kimi.abandoned).toBe(1);
+    await eventually(() => expect(fakes.kimi.abandoned).toBe(1));
   });
 
   it("keeps Anthropic's signed thinking for Anthropic and drops it for OpenAI", async () => {

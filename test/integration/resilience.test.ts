@@ -10,24 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { liveDescendants, liveMembersOfGroup } from "../helpers/processes.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
+import { eventually } from "../helpers/eventually.js";
 import { SseStream, turnIdOf } from "../helpers/sse.js";
 
 type TraceEntry = { kind: string; [key: string]: unknown };
 
 const ofType = <T extends TurnEvent["type"]>(events: TurnEvent[], type: T) =>
   events.filter((event): event is Extract<TurnEvent, { type: T }> => event.type === type);
-
-async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 8_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
 
 describe("resilience over HTTP", () => {
   let server: ServerHandle;
