@@ -1,17 +1,15 @@
 /**
- * Benchmark plumbing: a bounded server launcher (fresh data directory, guaranteed cleanup), a lean SSE
- * client that stamps every event with a high-resolution receive time, and percentile summaries.
- * Kept separate from the test helpers so that measurement code does no per-wait re-parsing.
+ * Benchmark plumbing: the test helpers' server launcher with CPU accounting and a bounded stop, a lean
+ * SSE client that stamps every event with a high-resolution receive time (kept apart from the tests'
+ * client so that measurement code does no per-wait re-parsing), and percentile summaries.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { TurnEvent } from "../src/events.js";
+import { startServer as startServerProcess, type ServerHandle } from "../test/helpers/server.js";
 
-export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
 const SERVER_START_LIMIT_MS = 30_000;
 const SERVER_STOP_GRACE_MS = 12_000;
 const SERVER_KILL_WAIT_MS = 3_000;
@@ -66,98 +64,51 @@ export type BenchServer = {
 
 const liveServers = new Set<BenchServer>();
 
-/** Starts `node --import tsx src/main.ts` on a free loopback port with a fresh data directory. */
+/**
+ * Starts the server as the tests do (test/helpers/server.ts: `node --import tsx src/main.ts` on a free
+ * loopback port with a fresh data directory), adding what a benchmark needs: the process's CPU time,
+ * and a stop that escalates from SIGTERM to SIGKILL and always removes the data directory.
+ */
 export async function startServer(label: string, environment: Record<string, string>): Promise<BenchServer> {
-  const dataDirectory = mkdtempSync(join(tmpdir(), "reins-bench-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: PROJECT_ROOT,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      DATA_DIR: dataDirectory,
-      LOG_LEVEL: "info",
-      CONFIG_FILE: join(PROJECT_ROOT, "config/default.json"),
-      ...environment,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exited = new Promise<string>((resolveExit) => {
-    child.on("exit", (code, signal) => resolveExit(code === null ? String(signal) : `exit code ${code}`));
-  });
-  const recentOutput: string[] = [];
-  const remember = (line: string) => {
-    recentOutput.push(line);
-    if (recentOutput.length > 40) recentOutput.shift();
-  };
-
+  let handle: ServerHandle;
+  try {
+    handle = await startServerProcess({
+      env: { LOG_LEVEL: "info", ...environment },
+      timeoutMs: SERVER_START_LIMIT_MS,
+    });
+  } catch (error) {
+    throw new Error(`${label} server did not start: ${(error as Error).message}`, { cause: error });
+  }
   let stopped: Promise<string> | undefined;
   const server: BenchServer = {
     label,
-    baseUrl: "",
-    cpuTimeMs: () => (child.pid === undefined ? undefined : processCpuTimeMs(child.pid)),
+    baseUrl: handle.baseUrl,
+    cpuTimeMs: () => (handle.child.pid === undefined ? undefined : processCpuTimeMs(handle.child.pid)),
     stop() {
-      stopped ??= stopChild(child, exited).finally(() => {
+      stopped ??= stopProcess(handle).finally(() => {
         liveServers.delete(server);
-        rmSync(dataDirectory, { recursive: true, force: true });
+        handle.cleanup();
       });
       return stopped;
     },
   };
   liveServers.add(server);
-
-  try {
-    const port = await new Promise<number>((resolvePort, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`${label} server did not start:\n${recentOutput.join("\n")}`)),
-        SERVER_START_LIMIT_MS,
-      );
-      let buffer = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        buffer += chunk.toString();
-        let newline: number;
-        while ((newline = buffer.indexOf("\n")) >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          remember(line);
-          const port = listeningPort(line);
-          if (port !== undefined) {
-            clearTimeout(timer);
-            resolvePort(port);
-          }
-        }
-      });
-      child.stderr.on("data", (chunk: Buffer) => remember(chunk.toString()));
-      void exited.then((how) => {
-        clearTimeout(timer);
-        reject(new Error(`${label} server ended (${how}) before listening:\n${recentOutput.join("\n")}`));
-      });
-    });
-    server.baseUrl = `http://127.0.0.1:${port}`;
-    return server;
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
+  return server;
 }
 
-function listeningPort(line: string): number | undefined {
-  try {
-    const record = JSON.parse(line) as { msg?: unknown; port?: unknown };
-    return record.msg === "listening" && typeof record.port === "number" ? record.port : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function stopChild(child: ChildProcess, exited: Promise<string>): Promise<string> {
-  if (child.exitCode !== null || child.signalCode !== null) return exited;
-  child.kill("SIGTERM");
-  const graceful = await Promise.race([exited, sleep(SERVER_STOP_GRACE_MS).then(() => undefined)]);
+/** SIGTERM, then SIGKILL if it has not exited after a grace period; says how it ended. */
+async function stopProcess(handle: ServerHandle): Promise<string> {
+  const describe = (how: number | string | null) =>
+    typeof how === "number" ? `exit code ${how}` : String(how);
+  const graceful = await Promise.race([
+    handle.stop("SIGTERM").then(describe),
+    sleep(SERVER_STOP_GRACE_MS).then(() => undefined),
+  ]);
   if (graceful !== undefined) return graceful;
-  child.kill("SIGKILL");
-  const killed = await Promise.race([exited, sleep(SERVER_KILL_WAIT_MS).then(() => "unknown")]);
+  const killed = await Promise.race([
+    handle.stop("SIGKILL").then(describe),
+    sleep(SERVER_KILL_WAIT_MS).then(() => "unknown"),
+  ]);
   return `killed after ${SERVER_STOP_GRACE_MS} ms without exiting (${killed})`;
 }
 
