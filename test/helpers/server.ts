@@ -92,9 +92,13 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
   };
 }
 
-/** Runs the server expecting it to refuse to start; resolves with its exit code and what it printed. */
+/**
+ * Runs the server expecting it to refuse to start; resolves with its exit code and what it printed.
+ * A server that starts anyway is killed after `timeoutMs` (code null), so a failing test leaks nothing.
+ */
 export async function runServerToExit(
   env: Record<string, string>,
+  timeoutMs = 15_000,
 ): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: PROJECT_ROOT,
@@ -103,8 +107,10 @@ export async function runServerToExit(
   });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const killer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const code = await new Promise<number | null>((resolve) =>
     child.on("exit", (exitCode) => resolve(exitCode)),
   );
+  clearTimeout(killer);
   return { code, stderr };
 }
