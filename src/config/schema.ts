@@ -124,6 +124,10 @@ export const configSchema = z.strictObject({
           execKillGraceMs: milliseconds.min(0).default(2_000),
           /** Cap on what `exec`, `read_file` and `web_fetch` return (bytes). */
           maxOutputBytes: z.number().int().positive().default(65_536),
+          /** How `exec` is isolated: `bwrap` (bubblewrap namespaces) or `none` (explicit opt-out). */
+          execIsolation: z.enum(["bwrap", "none"]).default("bwrap"),
+          /** Destinations `web_fetch` may reach although private (hosts, IPs or CIDR ranges). */
+          webFetchAllow: z.array(z.string().min(1)).default([]),
         })
         .prefault({}),
     })
@@ -141,6 +145,14 @@ export const configSchema = z.strictObject({
       stepPauseTimeoutMs: positiveMilliseconds.default(30_000),
       /** …and then whether the turn continues or is aborted. */
       stepOnTimeout: z.enum(["continue", "abort"]).default("continue"),
+      /** Child turns one root turn may start through `delegate`: in all, and running at once. */
+      maxChildTurns: z.number().int().min(0).max(10_000).default(16),
+      maxConcurrentChildTurns: z.number().int().min(1).max(1_000).default(4),
+      /** Events one turn may write; reaching it ends the turn (reason `limit`). */
+      maxEventsPerTurn: z.number().int().min(100).max(10_000_000).default(20_000),
+      /** Text and thinking deltas are coalesced for this long, or until this many characters. */
+      deltaCoalesceMs: milliseconds.min(0).default(30),
+      deltaCoalesceChars: z.number().int().min(1).max(1_000_000).default(2_048),
     })
     .prefault({}),
   resilience: z
@@ -154,6 +166,14 @@ export const configSchema = z.strictObject({
           halfOpenSuccesses: z.number().int().min(1).default(2),
         })
         .prefault({}),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      /** Running turns one principal may have (the unauthenticated loopback principal included). */
+      maxTurnsPerPrincipal: z.number().int().min(1).max(100_000).default(8),
+      /** Open SSE streams one principal may hold. */
+      maxStreamsPerPrincipal: z.number().int().min(1).max(100_000).default(32),
     })
     .prefault({}),
   stream: z

@@ -71,7 +71,14 @@ describe("defaults", () => {
         maxCallTimeoutMs: 600_000,
         maxParallelTools: 8,
         overrides: {},
-        system: { enabled: [], allowedRoots: [], execKillGraceMs: 2_000, maxOutputBytes: 65_536 },
+        system: {
+          enabled: [],
+          allowedRoots: [],
+          execKillGraceMs: 2_000,
+          maxOutputBytes: 65_536,
+          execIsolation: "bwrap",
+          webFetchAllow: [],
+        },
       },
       turns: {
         maxSteps: 25,
@@ -80,7 +87,13 @@ describe("defaults", () => {
         maxDepth: 3,
         stepPauseTimeoutMs: 30_000,
         stepOnTimeout: "continue",
+        maxChildTurns: 16,
+        maxConcurrentChildTurns: 4,
+        maxEventsPerTurn: 20_000,
+        deltaCoalesceMs: 30,
+        deltaCoalesceChars: 2_048,
       },
+      limits: { maxTurnsPerPrincipal: 8, maxStreamsPerPrincipal: 32 },
       auth: { tokens: [], disabled: false },
       resilience: {
         retry: {},
@@ -197,6 +210,9 @@ describe("every variable in ENV_BINDINGS lands in the configuration", () => {
     ON_DISCONNECT: { text: "continue", value: "continue" },
     SYSTEM_TOOLS: { text: "exec, read_file", value: ["exec", "read_file"] },
     MAX_TURN_DEPTH: { text: "2", value: 2 },
+    EXEC_ISOLATION: { text: "none", value: "none" },
+    WEB_FETCH_ALLOW: { text: "127.0.0.1,10.0.0.0/8", value: ["127.0.0.1", "10.0.0.0/8"] },
+    MAX_EVENTS_PER_TURN: { text: "5000", value: 5000 },
   };
   const SAMPLE_BY_TYPE: Record<EnvBinding["parse"], { text: string; value: unknown }> = {
     integer: { text: "17", value: 17 },
