@@ -170,6 +170,15 @@ export class TurnManager {
     return this.turns.size;
   }
 
+  /** Running top-level turns owned by `principal` (null: the unauthenticated principal). */
+  runningTurnsOf(principal: string | null): number {
+    let count = 0;
+    for (const turn of this.turns.values()) {
+      if (turn.parentTurnId === null && turn.principal === principal) count++;
+    }
+    return count;
+  }
+
   getActiveTurnDetails(): ActiveTurnDetails[] {
     const now = this.now();
     const zombies = this.zombies.list();
