@@ -2,10 +2,13 @@
  * Confinement of the system tools to the configured allowed roots (DESIGN.md §6). Paths are compared
  * after `realpath`, so `../` and symlinks are judged by where they really lead, and a path that does
  * not exist is judged by its nearest existing ancestor, so a refused location is never probed for
- * existence.
+ * existence. A file that has been opened is judged again by what its descriptor really is, since the
+ * path may have been swapped between the check and the open (DESIGN.md §10).
  */
-import { realpath } from "node:fs/promises";
+import { fstat } from "node:fs";
+import { readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { ToolContext } from "../types.js";
 import { PermanentToolError, ToolError } from "../resilience/tool-error.js";
 
@@ -94,6 +97,78 @@ export async function confinePath(
   }
   if (!isInsideAny(real, confinement.roots)) throw outsideRoots(requested, confinement);
   return real;
+}
+
+/**
+ * Confirms that the open file `descriptor` (opened at the real path `openedPath` for `requested`)
+ * is a file inside an allowed root, judged by what the descriptor is, not by what the path leads to
+ * now: a directory on the path may have been swapped for a symlink after `confinePath` looked.
+ * Returns the file's real path; outside or unconfirmable → PermanentToolError naming the path.
+ */
+export async function confineOpenedFile(
+  descriptor: number,
+  openedPath: string,
+  requested: string,
+  confinement: Confinement,
+): Promise<string> {
+  const described = await describeDescriptor(descriptor);
+  if (described === undefined) {
+    return confineDescriptorByIdentity(descriptor, openedPath, requested, confinement);
+  }
+  // Anything not an absolute path ("pipe:[…]", "anon_inode:…") is not a file under a root.
+  if (!path.isAbsolute(described) || !isInsideAny(described, confinement.roots)) {
+    throw outsideRoots(requested, confinement);
+  }
+  return described;
+}
+
+/**
+ * The portable check, for systems without /proc/self/fd: the descriptor must be the very file
+ * (same device and inode) that `openedPath` leads to, by a real path inside a root, both before and
+ * after that file is looked up. An attacker who swaps the path back after the open fails, since the
+ * inside path then names a different file. This narrows the race but cannot close it, because every
+ * lookup by path follows a symlink swapped into a directory on the way (only the /proc view sees
+ * the descriptor itself). Anything that cannot be confirmed is refused.
+ */
+export async function confineDescriptorByIdentity(
+  descriptor: number,
+  openedPath: string,
+  requested: string,
+  confinement: Confinement,
+): Promise<string> {
+  const unconfirmed = () =>
+    new PermanentToolError(
+      `Tool "${confinement.toolName}" refused path "${requested}": it changed while being opened, so it could not be confirmed inside the allowed roots (${confinement.configuredRoots.join(", ")}).`,
+      { errorCode: "EACCES" },
+    );
+  const real = await realpath(openedPath).catch(() => undefined);
+  if (real === undefined) throw unconfirmed();
+  if (!isInsideAny(real, confinement.roots)) throw outsideRoots(requested, confinement);
+  const pathStats = await stat(real, { bigint: true }).catch(() => undefined);
+  const descriptorStats = await fstatAsync(descriptor, { bigint: true });
+  // The path must still lead to the same real place after the stat, so the stat judged that place.
+  const realAfter = await realpath(openedPath).catch(() => undefined);
+  if (
+    pathStats === undefined ||
+    pathStats.dev !== descriptorStats.dev ||
+    pathStats.ino !== descriptorStats.ino ||
+    realAfter !== real
+  ) {
+    throw unconfirmed();
+  }
+  return real;
+}
+
+const fstatAsync = promisify(fstat);
+
+/**
+ * What the kernel says file descriptor `descriptor` is (Linux: the link /proc/self/fd/<fd>, e.g.
+ * "/root/a.txt", or "/root/a.txt (deleted)" once unlinked, which still lies where it was opened);
+ * undefined where the system offers no such view.
+ */
+async function describeDescriptor(descriptor: number): Promise<string | undefined> {
+  if (process.platform !== "linux") return undefined;
+  return readlink(`/proc/self/fd/${descriptor}`).catch(() => undefined);
 }
 
 /** True when `candidate` is `root` or lies below it (both absolute, normalised). */

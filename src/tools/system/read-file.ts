@@ -1,6 +1,9 @@
 /**
  * `read_file {path, maxBytes?}`: reads a regular file inside the allowed roots (relative paths start
  * at the workspace), at most `min(maxBytes, maxOutputBytes)` bytes, and says when it stopped short.
+ * The path is checked before opening, for clear messages, and the opened descriptor is checked again
+ * before a byte is read, so a symlink swapped into the path meanwhile cannot lead it out of its roots
+ * (DESIGN.md §10).
  * It checks its signal before every read, so an aborted call stops at the next chunk and closes its
  * file handle.
  */
@@ -10,11 +13,12 @@ import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { PermanentToolError, ToolError } from "../resilience/tool-error.js";
 import type { ToolDefinition } from "../types.js";
-import { confinePath, errorCodeOf, messageOf, resolveConfinement } from "./paths.js";
+import { confineOpenedFile, confinePath, errorCodeOf, messageOf, resolveConfinement } from "./paths.js";
 
 const READ_CHUNK_BYTES = 65_536;
-// O_NOFOLLOW: the path was resolved by realpath, so a symlink here means it was swapped since the
-// check. O_NONBLOCK: opening a FIFO must not block a thread-pool thread forever.
+// O_NOFOLLOW: the path was resolved by realpath, so a symlink as its last part means it was swapped
+// since the check (a swapped directory earlier in the path is caught by confineOpenedFile).
+// O_NONBLOCK: opening a FIFO must not block a thread-pool thread forever.
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 const input = z.strictObject({
@@ -42,6 +46,8 @@ export function createReadFileTool(settings: ReadFileSettings): ToolDefinition<R
       const limit = Math.min(maxBytes ?? Number.POSITIVE_INFINITY, settings.maxOutputBytes);
       const handle = await openFile(real, requested);
       try {
+        // Judge the file that was opened, not the path: it may have changed since confinePath.
+        await confineOpenedFile(handle.fd, real, requested, confinement);
         const stats = await handle.stat();
         if (stats.isDirectory()) {
           throw new PermanentToolError(`"${requested}" is a directory, not a file.`, { errorCode: "EISDIR" });
