@@ -105,8 +105,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     options.store ??
     new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), {
       now,
-      onTraceError: (error, turnId, kind) =>
-        logger.warn({ err: error, turnId, kind }, "could not persist trace entry"),
+      onWriteError: (error, detail) => logger.error({ err: error, detail }, "could not persist history"),
     });
   const { system } = config.tools;
   const processGroups = new ProcessGroups();

@@ -59,7 +59,12 @@ export interface HistoryStore {
   endTurn(turnId: string, outcome: TurnOutcome, closeOpen?: CloseOpenCall): ToolResponseBlock[];
   /** Closes the turn's open calls with synthetic responses, in one transaction; the turn runs on. */
   closeOpenCalls(turnId: string, make: CloseOpenCall): ToolResponseBlock[];
+  /** Queues one event of a turn's log; it is durable once the callbacks of `afterCommit` run. */
   appendEvent(event: TurnEvent): void;
+  /** Runs `callback` once every write made so far is committed (events are sent only then). */
+  afterCommit(callback: () => void): void;
+  /** Commits what is queued now instead of at the end of the tick (a turn's end does this). */
+  flush(): void;
   listEvents(turnId: string, afterSeq?: number): TurnEvent[];
   lastEventSeq(turnId: string): number;
   /** Appends one decision to the turn's trace (it may be written in a later batch; reads see it). */
@@ -67,7 +72,8 @@ export interface HistoryStore {
   listTrace(turnId: string): TraceEntry[];
   getTurn(turnId: string): TurnRecord | undefined;
   listTurns(filter?: { status?: TurnStatus; sessionId?: string }): TurnRecord[];
-  getHistory(sessionId: string): HistoryBlock[];
+  /** The session's history in position order; a live session's array is shared: do not change it. */
+  getHistory(sessionId: string): readonly HistoryBlock[];
   isReachable(): boolean;
   close(): void;
 }

@@ -65,7 +65,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
         agentId: session.agentId,
         stepMode: session.stepMode,
         turns: store.listTurns({ sessionId: id }),
-        blocks: store.getHistory(id),
+        blocks: [...store.getHistory(id)],
       },
       200,
     );

@@ -1,7 +1,9 @@
 /**
  * A turn's event bus: stamps each event with the turn id, the next sequence number and the time,
- * persists it, and only then fans it out. After the terminal event nothing more is accepted, which is
- * what makes "exactly one terminal event" hold however abort, timeout and completion race.
+ * queues it in the store, and fans it out once the store has committed it — events of one tick are
+ * committed together and then delivered in seq order. After the terminal event nothing more is
+ * accepted, which is what makes "exactly one terminal event" hold however abort, timeout and
+ * completion race.
  */
 import { isTerminalEvent, type EventBody, type TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
@@ -12,12 +14,20 @@ export class TurnEventBus {
   private seq: number;
   private closed = false;
   private readonly listeners = new Set<EventListener>();
+  /** Events stored but not yet committed, then not yet delivered. */
+  private uncommitted: TurnEvent[] = [];
   private readonly pending: TurnEvent[] = [];
   private delivering = false;
+  private readonly onCommitted = () => {
+    const committed = this.uncommitted;
+    this.uncommitted = [];
+    for (const event of committed) this.pending.push(event);
+    if (!this.delivering) this.deliver();
+  };
 
   constructor(
     readonly turnId: string,
-    private readonly store: Pick<HistoryStore, "appendEvent">,
+    private readonly store: Pick<HistoryStore, "appendEvent" | "afterCommit">,
     private readonly now: () => number,
     lastSeq = 0,
     private readonly onPersistError: (error: unknown, event: TurnEvent) => void = () => {},
@@ -34,9 +44,8 @@ export class TurnEventBus {
   }
 
   /**
-   * Persists and delivers one event; returns it, or undefined once the turn has ended. An event
-   * emitted by a listener during delivery is queued behind the current one, so every listener sees
-   * events in seq order.
+   * Stores one event and delivers it once committed; returns it, or undefined once the turn has
+   * ended. Delivery is in seq order for every listener, also for events a listener emits.
    */
   emit(body: EventBody): TurnEvent | undefined {
     if (this.closed) return undefined;
@@ -50,8 +59,8 @@ export class TurnEventBus {
     }
     this.seq = event.seq;
     if (isTerminalEvent(event)) this.closed = true;
-    this.pending.push(event);
-    if (!this.delivering) this.deliver();
+    if (this.uncommitted.length === 0) this.store.afterCommit(this.onCommitted);
+    this.uncommitted.push(event);
     return event;
   }
 
@@ -64,7 +73,7 @@ export class TurnEventBus {
     } finally {
       this.delivering = false;
       this.pending.length = 0;
-      if (this.closed) this.listeners.clear();
+      if (this.closed && this.uncommitted.length === 0) this.listeners.clear();
     }
   }
 

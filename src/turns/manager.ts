@@ -394,6 +394,7 @@ export class TurnManager {
       { stopReason: result.stopReason, toolCallCount: result.toolCallCount },
       "turn completed",
     );
+    this.deps.store.flush();
     this.release(turn, `completed:${result.stopReason}`);
     // Nothing should still run, but a finished turn must leave no work behind.
     this.abortSignals(turn, "user");
@@ -412,6 +413,8 @@ export class TurnManager {
     this.emitClosedResults(turn, closed, "cancelled");
     turn.bus.emit({ type: "turn_abort", reason });
     this.record(turn, { kind: "abort", reason, closedCalls: closed.length });
+    // The closing results and turn_abort are committed and sent before the signals reach the tools.
+    this.deps.store.flush();
     turn.logger.info({ reason, closedCalls: closed.length }, "turn aborted");
     this.release(turn, `aborted:${reason}`);
     // a child ends for its parent's reason when that reason concerns every turn (shutdown)

@@ -17,10 +17,15 @@ const FIXTURE_V1 = new URL("../fixtures/db-v1.sql", import.meta.url);
 let directory: string;
 let file: string;
 const opened: SqliteHistoryStore[] = [];
+let writeErrors: string[] = [];
 
 function open(): SqliteHistoryStore {
   let clock = 1_000;
-  const store = new SqliteHistoryStore(file, { now: () => clock++ });
+  writeErrors = [];
+  const store = new SqliteHistoryStore(file, {
+    now: () => clock++,
+    onWriteError: (_error, detail) => writeErrors.push(detail),
+  });
   opened.push(store);
   return store;
 }
@@ -287,9 +292,10 @@ describe("SqliteHistoryStore", () => {
     expect(store.listEvents("turn_1", 4)).toEqual([]);
     expect(store.lastEventSeq("turn_1")).toBe(4);
     expect(store.lastEventSeq("turn_9")).toBe(0);
-    // a sequence number is written once
-    expect(() => store.appendEvent({ ...events[1]!, text: "again" } as TurnEvent)).toThrow();
+    // a sequence number is written once: a second write of it is refused and reported
+    store.appendEvent({ ...events[1]!, text: "again" } as TurnEvent);
     expect(store.listEvents("turn_1", 1)[0]).toEqual(events[1]);
+    expect(writeErrors).toEqual([expect.stringContaining("event")]);
   });
 
   it("counts a running turn's calls live and keeps the count recorded at its end", () => {

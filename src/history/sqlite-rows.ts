@@ -1,0 +1,270 @@
+/**
+ * The SQLite side of the history store: every statement (prepared once), the write operations a
+ * batch is made of, and the mapping between rows and the canonical model.
+ */
+import type { Database, Statement } from "better-sqlite3";
+import type { BlockContent, HistoryBlock, ToolResponseBlock, TurnRecord, TurnStatus } from "./model.js";
+
+export type BlockRow = {
+  session_id: string;
+  position: number;
+  turn_id: string;
+  role: HistoryBlock["role"];
+  kind: HistoryBlock["kind"];
+  call_id: string | null;
+  tool_name: string | null;
+  status: string | null;
+  content: string;
+  response_position: number | null;
+  created_at: number;
+};
+
+export type SessionRow = {
+  id: string;
+  agent_id: string;
+  created_at: number;
+  updated_at: number;
+  principal: string | null;
+  step_mode: number;
+  next_position: number;
+};
+
+export type TurnRow = {
+  id: string;
+  session_id: string;
+  agent_id: string;
+  provider: string;
+  model: string;
+  status: TurnStatus;
+  stop_reason: string | null;
+  abort_reason: string | null;
+  started_at: number;
+  ended_at: number | null;
+  tool_call_count: number;
+  parent_turn_id: string | null;
+  depth: number;
+};
+
+/** One write of a batch; a batch runs its writes in order, in one transaction. */
+export type WriteOp =
+  | { kind: "session"; id: string; agentId: string; at: number; principal: string | null }
+  | { kind: "step_mode"; id: string; enabled: boolean; at: number }
+  | {
+      kind: "turn";
+      id: string;
+      sessionId: string;
+      agentId: string;
+      provider: string;
+      model: string;
+      startedAt: number;
+      parentTurnId: string | null;
+      depth: number;
+    }
+  | { kind: "block"; block: HistoryBlock; content: string; responsePosition: number | null }
+  | { kind: "position"; sessionId: string; next: number; at: number }
+  | {
+      kind: "end_turn";
+      turnId: string;
+      status: string;
+      stopReason: string | null;
+      abortReason: string | null;
+      endedAt: number;
+    }
+  | { kind: "event"; turnId: string; seq: number; type: string; at: number; payload: string }
+  | {
+      kind: "trace";
+      turnId: string;
+      at: number;
+      decisionKind: string;
+      callId: string | null;
+      toolName: string | null;
+      detail: string;
+    };
+
+/** Turn columns; a running turn's call count is counted live, an ended one's is the one recorded. */
+const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, stop_reason, abort_reason, started_at,
+    ended_at, parent_turn_id, depth, CASE WHEN status = 'running'
+      THEN (SELECT COUNT(*) FROM history_blocks WHERE turn_id = turns.id AND kind = 'tool_call')
+      ELSE tool_call_count END AS tool_call_count
+  FROM turns`;
+
+export type Statements = ReturnType<typeof prepareStatements>;
+
+export function prepareStatements(db: Database) {
+  const prepare = (sql: string): Statement => db.prepare(sql);
+  return {
+    insertSession: prepare(
+      "INSERT INTO sessions (id, agent_id, created_at, updated_at, principal) VALUES (?, ?, ?, ?, ?)",
+    ),
+    updateStepMode: prepare("UPDATE sessions SET step_mode = ?, updated_at = ? WHERE id = ?"),
+    selectSession: prepare("SELECT * FROM sessions WHERE id = ?"),
+    updateSessionPosition: prepare("UPDATE sessions SET next_position = ?, updated_at = ? WHERE id = ?"),
+    insertTurn: prepare(
+      `INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at, parent_turn_id, depth)
+       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+    ),
+    selectTurn: prepare(`${SELECT_TURN} WHERE id = ?`),
+    selectTurns: prepare(
+      `${SELECT_TURN} WHERE (@status IS NULL OR status = @status)
+         AND (@sessionId IS NULL OR session_id = @sessionId) ORDER BY started_at, rowid`,
+    ),
+    finishTurn: prepare(
+      `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?,
+         tool_call_count = (SELECT COUNT(*) FROM history_blocks WHERE turn_id = ? AND kind = 'tool_call')
+       WHERE id = ? AND status = 'running'`,
+    ),
+    insertBlock: prepare(
+      `INSERT OR IGNORE INTO history_blocks
+         (session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    selectHistory: prepare("SELECT * FROM history_blocks WHERE session_id = ? ORDER BY position"),
+    insertEvent: prepare("INSERT INTO turn_events (turn_id, seq, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
+    selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq"),
+    selectLastSeq: prepare("SELECT MAX(seq) AS seq FROM turn_events WHERE turn_id = ?"),
+    insertTrace: prepare(
+      `INSERT INTO turn_trace (turn_id, seq, at, kind, call_id, tool_name, detail)
+       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM turn_trace WHERE turn_id = ?), ?, ?, ?, ?, ?)`,
+    ),
+    selectTrace: prepare("SELECT * FROM turn_trace WHERE turn_id = ? ORDER BY seq"),
+    ping: prepare("SELECT 1 AS ok"),
+  };
+}
+
+/** Runs one write of a batch (inside the batch's transaction). */
+export function runWrite(statements: Statements, op: WriteOp): void {
+  switch (op.kind) {
+    case "session":
+      statements.insertSession.run(op.id, op.agentId, op.at, op.at, op.principal);
+      return;
+    case "step_mode":
+      statements.updateStepMode.run(op.enabled ? 1 : 0, op.at, op.id);
+      return;
+    case "turn":
+      statements.insertTurn.run(
+        op.id,
+        op.sessionId,
+        op.agentId,
+        op.provider,
+        op.model,
+        op.startedAt,
+        op.parentTurnId,
+        op.depth,
+      );
+      return;
+    case "block": {
+      const { block } = op;
+      statements.insertBlock.run(
+        block.sessionId,
+        block.position,
+        block.turnId,
+        block.role,
+        block.kind,
+        "callId" in block ? block.callId : null,
+        "name" in block ? block.name : null,
+        block.kind === "tool_response" ? block.status : null,
+        op.content,
+        op.responsePosition,
+        block.createdAt,
+      );
+      return;
+    }
+    case "position":
+      statements.updateSessionPosition.run(op.next, op.at, op.sessionId);
+      return;
+    case "end_turn":
+      statements.finishTurn.run(op.status, op.stopReason, op.abortReason, op.endedAt, op.turnId, op.turnId);
+      return;
+    case "event":
+      statements.insertEvent.run(op.turnId, op.seq, op.type, op.at, op.payload);
+      return;
+    case "trace":
+      statements.insertTrace.run(
+        op.turnId,
+        op.turnId,
+        op.at,
+        op.decisionKind,
+        op.callId,
+        op.toolName,
+        op.detail,
+      );
+      return;
+  }
+}
+
+/** The block fields stored as JSON (everything not already a column). */
+export function blockPayload(block: BlockContent): Record<string, unknown> {
+  switch (block.kind) {
+    case "text":
+      return { text: block.text };
+    case "thinking":
+      return { text: block.text, signature: block.signature, provider: block.provider, model: block.model };
+    case "tool_call":
+      return { input: block.input, providerCallId: block.providerCallId };
+    case "tool_response":
+      return { result: block.result, isError: block.isError };
+  }
+}
+
+export function toHistoryBlock(row: BlockRow): HistoryBlock {
+  const payload = JSON.parse(row.content) as Record<string, unknown>;
+  const base = {
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    position: row.position,
+    createdAt: row.created_at,
+  };
+  switch (row.kind) {
+    case "text":
+      return { ...base, kind: "text", role: row.role as "user" | "assistant", text: payload.text as string };
+    case "thinking":
+      return {
+        ...base,
+        kind: "thinking",
+        role: "assistant",
+        text: payload.text as string,
+        ...(payload.signature === undefined ? {} : { signature: payload.signature as string }),
+        ...(payload.provider === undefined ? {} : { provider: payload.provider as string }),
+        ...(payload.model === undefined ? {} : { model: payload.model as string }),
+      };
+    case "tool_call":
+      return {
+        ...base,
+        kind: "tool_call",
+        role: "assistant",
+        callId: row.call_id as string,
+        name: row.tool_name as string,
+        input: payload.input as Record<string, unknown>,
+        ...(payload.providerCallId === undefined ? {} : { providerCallId: payload.providerCallId as string }),
+      };
+    case "tool_response":
+      return {
+        ...base,
+        kind: "tool_response",
+        role: "tool",
+        callId: row.call_id as string,
+        name: row.tool_name as string,
+        status: row.status as ToolResponseBlock["status"],
+        result: payload.result as string,
+        isError: payload.isError as boolean,
+      };
+  }
+}
+
+export function toTurnRecord(row: TurnRow): TurnRecord {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    agentId: row.agent_id,
+    provider: row.provider,
+    model: row.model,
+    status: row.status,
+    stopReason: row.stop_reason,
+    abortReason: row.abort_reason,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    toolCallCount: row.tool_call_count,
+    parentTurnId: row.parent_turn_id,
+    depth: row.depth,
+  };
+}
