@@ -116,6 +116,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       execKillGraceMs: system.execKillGraceMs,
       maxOutputBytes: system.maxOutputBytes,
       processGroups,
+      webFetchAllow: system.webFetchAllow,
     }),
     ...(options.tools ?? []),
   ]);

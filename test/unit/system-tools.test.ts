@@ -299,7 +299,8 @@ describe("read_file", () => {
 });
 
 describe("web_fetch", () => {
-  const webFetch = createWebFetchTool({ maxOutputBytes: 1_000 });
+  // The test server is on loopback, which web_fetch refuses unless allowed (web-fetch-ssrf.test.ts).
+  const webFetch = createWebFetchTool({ maxOutputBytes: 1_000, webFetchAllow: ["127.0.0.1"] });
   let server: Server;
   let origin: string;
   const slowResponses = new Set<ServerResponse>();

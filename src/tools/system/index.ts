@@ -11,7 +11,13 @@ import { createWebFetchTool } from "./web-fetch.js";
 
 export { createExecTool, type ExecInput, type ExecSettings } from "./exec.js";
 export { createReadFileTool, type ReadFileInput, type ReadFileSettings } from "./read-file.js";
-export { createWebFetchTool, type WebFetchInput, type WebFetchSettings } from "./web-fetch.js";
+export {
+  createWebFetchTool,
+  type ResolveHost,
+  type WebFetchInput,
+  type WebFetchSettings,
+} from "./web-fetch.js";
+export { AddressPolicy, restrictedRangeOf } from "./address-policy.js";
 export { ProcessGroups } from "./process-groups.js";
 export { confinePath, isInside, resolveConfinement, type Confinement } from "./paths.js";
 
@@ -22,6 +28,8 @@ export type SystemToolSettings = {
   execKillGraceMs: number;
   maxOutputBytes: number;
   processGroups?: ProcessGroups;
+  /** Destinations `web_fetch` may reach although not public (hosts, IPs, CIDR ranges). */
+  webFetchAllow?: readonly string[];
 };
 
 const FACTORIES: Record<SystemToolName, (settings: SystemToolSettings) => ToolDefinition> = {
