@@ -1,7 +1,8 @@
 /**
- * Benchmark plumbing: the test helpers' server launcher with CPU accounting and a bounded stop, a lean
- * SSE client that stamps every event with a high-resolution receive time (kept apart from the tests'
- * client so that measurement code does no per-wait re-parsing), and percentile summaries.
+ * Benchmark plumbing: the test helpers' server launcher with CPU and memory accounting and a bounded
+ * stop (the same stop serves other server processes, such as the Hono baseline), a lean SSE client
+ * that stamps every event with a high-resolution receive time (kept apart from the tests' client so
+ * that measurement code does no per-wait re-parsing), and percentile summaries.
  */
 import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -15,6 +16,8 @@ const SERVER_STOP_GRACE_MS = 12_000;
 const SERVER_KILL_WAIT_MS = 3_000;
 /** Clock ticks per second of `/proc/<pid>/stat` times (USER_HZ, 100 on every mainstream Linux). */
 const PROC_CLOCK_TICKS_PER_SECOND = 100;
+
+export type Print = (line?: string) => void;
 
 /** Epoch milliseconds with sub-millisecond resolution, comparable with the server's `at` stamps. */
 export function epochNowMs(): number {
@@ -58,16 +61,28 @@ export type BenchServer = {
   baseUrl: string;
   /** CPU time (user + system) the server process has used so far; undefined without /proc. */
   cpuTimeMs(): number | undefined;
+  /** The server process's resident set size (VmRSS) in bytes; undefined without /proc. */
+  residentMemoryBytes(): number | undefined;
   /** SIGTERM, SIGKILL after a grace period; deletes the data directory. Returns how it ended. */
   stop(): Promise<string>;
+};
+
+/** A child process serving HTTP, as `trackServer` needs to know it. */
+export type ServerProcess = {
+  baseUrl: string;
+  pid: number | undefined;
+  /** Sends a signal and resolves with the exit code (or signal name). */
+  stop(signal: NodeJS.Signals): Promise<number | string | null>;
+  /** Removes what the process left behind (after it has exited). */
+  cleanup(): void;
 };
 
 const liveServers = new Set<BenchServer>();
 
 /**
  * Starts the server as the tests do (test/helpers/server.ts: `node --import tsx src/main.ts` on a free
- * loopback port with a fresh data directory), adding what a benchmark needs: the process's CPU time,
- * and a stop that escalates from SIGTERM to SIGKILL and always removes the data directory.
+ * loopback port with a fresh data directory), adding what a benchmark needs: the process's CPU time
+ * and memory, and a stop that escalates from SIGTERM to SIGKILL and always removes the data directory.
  */
 export async function startServer(label: string, environment: Record<string, string>): Promise<BenchServer> {
   let handle: ServerHandle;
@@ -79,15 +94,27 @@ export async function startServer(label: string, environment: Record<string, str
   } catch (error) {
     throw new Error(`${label} server did not start: ${(error as Error).message}`, { cause: error });
   }
+  return trackServer(label, {
+    baseUrl: handle.baseUrl,
+    pid: handle.child.pid,
+    stop: (signal) => handle.stop(signal),
+    cleanup: () => handle.cleanup(),
+  });
+}
+
+/** A started server process as a BenchServer, stopped by `stopAllServers` if still running then. */
+export function trackServer(label: string, serverProcess: ServerProcess): BenchServer {
+  const { pid } = serverProcess;
   let stopped: Promise<string> | undefined;
   const server: BenchServer = {
     label,
-    baseUrl: handle.baseUrl,
-    cpuTimeMs: () => (handle.child.pid === undefined ? undefined : processCpuTimeMs(handle.child.pid)),
+    baseUrl: serverProcess.baseUrl,
+    cpuTimeMs: () => (pid === undefined ? undefined : processCpuTimeMs(pid)),
+    residentMemoryBytes: () => (pid === undefined ? undefined : processResidentMemoryBytes(pid)),
     stop() {
-      stopped ??= stopProcess(handle).finally(() => {
+      stopped ??= stopProcess(serverProcess).finally(() => {
         liveServers.delete(server);
-        handle.cleanup();
+        serverProcess.cleanup();
       });
       return stopped;
     },
@@ -97,19 +124,29 @@ export async function startServer(label: string, environment: Record<string, str
 }
 
 /** SIGTERM, then SIGKILL if it has not exited after a grace period; says how it ended. */
-async function stopProcess(handle: ServerHandle): Promise<string> {
+async function stopProcess(serverProcess: ServerProcess): Promise<string> {
   const describe = (how: number | string | null) =>
     typeof how === "number" ? `exit code ${how}` : String(how);
   const graceful = await Promise.race([
-    handle.stop("SIGTERM").then(describe),
+    serverProcess.stop("SIGTERM").then(describe),
     sleep(SERVER_STOP_GRACE_MS).then(() => undefined),
   ]);
   if (graceful !== undefined) return graceful;
   const killed = await Promise.race([
-    handle.stop("SIGKILL").then(describe),
+    serverProcess.stop("SIGKILL").then(describe),
     sleep(SERVER_KILL_WAIT_MS).then(() => "unknown"),
   ]);
   return `killed after ${SERVER_STOP_GRACE_MS} ms without exiting (${killed})`;
+}
+
+/** VmRSS of process `pid` in bytes, read from /proc; undefined where that fails. */
+function processResidentMemoryBytes(pid: number): number | undefined {
+  try {
+    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match?.[1] === undefined ? undefined : Number(match[1]) * 1024;
+  } catch {
+    return undefined;
+  }
 }
 
 /** CPU time (user + system) of process `pid` in ms, read from /proc; undefined where that fails. */

@@ -1,5 +1,5 @@
 /**
- * Section 4 of `npm run bench`: what the tool runner itself costs per call, measured in-process (no
+ * A section of `npm run bench`: what the tool runner itself costs per call, measured in-process (no
  * HTTP, no store, decisions discarded) through `ToolScheduler.runBatch` → `ToolRunner.run` around
  * trivial tools — with and without the wall-clock timer, through a zero-delay retry, a permanent
  * failure and an open circuit — next to the bare `tool.execute` and `CircuitBreaker.admit()+release()`.
@@ -19,7 +19,7 @@ import type {
   ToolOutcome,
   ToolOutcomeStatus,
 } from "../src/tools/types.js";
-import { formatLoadAverage, summarize } from "./lib.js";
+import { formatLoadAverage, summarize, type Print } from "./lib.js";
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const NO_TIMEOUT_MS = 0;
@@ -29,16 +29,14 @@ const PROGRESS_INTERVAL_MS = 5_000;
 const MAX_PARALLEL_TOOLS = 8;
 
 const WARMUP_REPETITIONS = 1;
-const TIMED_REPETITIONS = 9;
-const CALLS_PER_REPETITION = 20_000;
+const TIMED_REPETITIONS = 7;
+const CALLS_PER_REPETITION = 10_000;
 const BATCH_SIZES = [1, 8] as const;
 /** Fewer calls: even a zero-delay retry waits for a timer, and Node fires `setTimeout(…, 0)` after ≥ 1 ms. */
 const RETRY_CALLS_PER_REPETITION = 300;
-const BARE_CALLS_PER_REPETITION = 200_000;
-const BREAKER_OPERATIONS_PER_REPETITION = 2_000_000;
+const BARE_CALLS_PER_REPETITION = 100_000;
+const BREAKER_OPERATIONS_PER_REPETITION = 1_000_000;
 const NANOSECONDS_PER_MICROSECOND = 1_000;
-
-type Print = (line?: string) => void;
 
 /** One measured case: `repeat` performs `operations` operations. */
 type Case = { operations: number; repeat: () => Promise<void> | void };
@@ -56,9 +54,9 @@ type Measurement = {
 
 type Expectation = { status: ToolOutcomeStatus; attempts: number; resultStartsWith: string };
 
-export async function measureRunnerOverhead(print: Print): Promise<void> {
+export async function measureRunnerOverhead(print: Print, section: number): Promise<void> {
   print(
-    `4. Runner overhead (in-process) — ToolScheduler.runBatch → ToolRunner.run, no HTTP, no store, decisions discarded`,
+    `${section}. Runner overhead (in-process) — ToolScheduler.runBatch → ToolRunner.run, no HTTP, no store, decisions discarded`,
   );
   print(
     `   runner settings: idleTimeoutMs 0, progressAfterMs ${PROGRESS_AFTER_MS}, maxParallelTools ${MAX_PARALLEL_TOOLS}; ` +
