@@ -14,6 +14,7 @@ export const ABORT_REASONS = [
   "parent",
   "loop",
   "interrupted",
+  "limit",
 ] as const;
 
 const toolRef = { toolId: z.string(), toolName: z.string() };

@@ -23,6 +23,8 @@ import { ToolScheduler } from "./tools/scheduler.js";
 import { ProcessGroups, systemTools } from "./tools/system/index.js";
 import type { ToolDefinition } from "./tools/types.js";
 import { ToolCallingLoop } from "./turns/loop.js";
+import type { ToolResultObservers } from "./turns/tool-results.js";
+import { DEFAULT_RETRY_POLICY } from "./tools/resilience/retry-policy.js";
 import { TurnManager } from "./turns/manager.js";
 
 export const DATABASE_FILE = "reins.db";
@@ -145,22 +147,27 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     { maxParallelTools: config.tools.maxParallelTools },
     recorder,
   );
+  const toolResults: ToolResultObservers = {
+    onCallEnded: (call, status) => metrics.toolCallEnded(call.name, status),
+    onDiscarded: (call, status) => {
+      // The runner's own "cancelled" after an abort is expected; a real late result is worth a warning.
+      const level = status === "cancelled" ? "debug" : "warn";
+      logger[level]({ callId: call.callId, tool: call.name, status }, "late result of a closed call discarded");
+    },
+  };
+  const { turns } = config;
   const loop = new ToolCallingLoop({
     registry,
     scheduler,
     store,
     recorder,
-    maxSteps: config.turns.maxSteps,
+    maxSteps: turns.maxSteps,
     generateCallId: () => generateId("call"),
-    onCallEnded: (call, outcome) => metrics.toolCallEnded(call.name, outcome.status),
-    onDiscardedResult: (call, outcome) => {
-      // The runner's own "cancelled" after an abort is expected; a real late result is worth a warning.
-      const level = outcome.status === "cancelled" ? "debug" : "warn";
-      logger[level](
-        { callId: call.callId, tool: call.name, status: outcome.status },
-        "late result of a closed call discarded",
-      );
-    },
+    toolResults,
+    loopDetector: turns.loopDetector,
+    modelRetry: { ...DEFAULT_RETRY_POLICY, ...config.resilience.retry },
+    coalesce: { windowMs: turns.deltaCoalesceMs, maxChars: turns.deltaCoalesceChars },
+    random: options.random,
   });
   const engines = new Map<string, ModelEngine>();
   for (const engine of [
@@ -181,6 +188,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     recorder,
     openCircuits: () => breakers.openCircuits(),
     onTurnEnded: (outcome, durationMs) => metrics.turnEnded(outcome, durationMs),
+    toolResults,
     settings: {
       defaultProvider: config.providers.default ?? "scripted",
       defaultAgentId: "default",
@@ -189,6 +197,9 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       turnTimeoutMs: config.turns.timeoutMs,
       finalAnswerTimeoutMs: config.turns.finalAnswerTimeoutMs,
       maxDepth: config.turns.maxDepth,
+      maxChildTurns: turns.maxChildTurns,
+      maxConcurrentChildTurns: turns.maxConcurrentChildTurns,
+      maxEventsPerTurn: turns.maxEventsPerTurn,
       stepPauseTimeoutMs: config.turns.stepPauseTimeoutMs,
       stepOnTimeout: config.turns.stepOnTimeout,
       allowedRoots,

@@ -153,6 +153,14 @@ export const configSchema = z.strictObject({
       /** Text and thinking deltas are coalesced for this long, or until this many characters. */
       deltaCoalesceMs: milliseconds.min(0).default(30),
       deltaCoalesceChars: z.number().int().min(1).max(1_000_000).default(2_048),
+      /** The loop detector: the same call `warnAt` times in the last `windowSize` calls warns, `stopAt` stops. */
+      loopDetector: z
+        .strictObject({
+          windowSize: z.number().int().min(1).max(1_000).default(20),
+          warnAt: z.number().int().min(2).max(1_000).default(3),
+          stopAt: z.number().int().min(2).max(1_000).default(5),
+        })
+        .prefault({}),
     })
     .prefault({}),
   resilience: z

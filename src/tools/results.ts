@@ -13,6 +13,7 @@ const CANCEL_WORDING: Record<AbortReason, string> = {
   parent: "Turn aborted: its parent turn was aborted.",
   loop: "Turn stopped: the same tool call was repeated too often.",
   interrupted: "Turn interrupted by a server restart.",
+  limit: "Turn stopped: it reached its limit of events.",
 };
 
 export function cancelledResult(reason: AbortReason): string {

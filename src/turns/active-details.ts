@@ -2,7 +2,7 @@
  * The view of a running turn that `GET /api/turns/active` shows (DESIGN.md §3): its running tools with
  * their elapsed time, its pause, its links to parent and child turns, and its zombies.
  */
-import type { ActiveTurn } from "./active-turn.js";
+import type { TurnRun } from "./turn-run.js";
 import type { PauseInfo } from "./step-control.js";
 import type { Zombie } from "./zombie-registry.js";
 
@@ -23,11 +23,11 @@ export type ActiveTurnDetails = {
 };
 
 export function describeActiveTurn(
-  turn: ActiveTurn,
+  turn: TurnRun,
   facts: { now: number; pause: PauseInfo | undefined; toolCallCount: number; zombies: readonly Zombie[] },
 ): ActiveTurnDetails {
   const { now, pause } = facts;
-  const running = [...turn.runningTools.entries()].map(([toolId, tool]) => ({
+  const running = [...turn.runningCalls.entries()].map(([toolId, tool]) => ({
     toolId,
     toolName: tool.toolName,
     elapsedMs: now - tool.startedAt,

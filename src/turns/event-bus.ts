@@ -18,6 +18,11 @@ export class TurnEventBus {
   private uncommitted: TurnEvent[] = [];
   private readonly pending: TurnEvent[] = [];
   private delivering = false;
+  private closing = false;
+  private limitReached = false;
+  private resolveDelivered!: () => void;
+  /** Settles once the terminal event has been committed and handed to the listeners. */
+  readonly delivered = new Promise<void>((resolve) => (this.resolveDelivered = resolve));
   private readonly onCommitted = () => {
     const committed = this.uncommitted;
     this.uncommitted = [];
@@ -31,8 +36,15 @@ export class TurnEventBus {
     private readonly now: () => number,
     lastSeq = 0,
     private readonly onPersistError: (error: unknown, event: TurnEvent) => void = () => {},
+    /** The cap on a turn's events: past it, events are refused and `onReached` is told once. */
+    private readonly limit?: { maxEvents: number; onReached: () => void },
   ) {
     this.seq = lastSeq;
+  }
+
+  /** Lets the events that end a turn (closing results, the terminal event) past the cap. */
+  allowClosingEvents(): void {
+    this.closing = true;
   }
 
   get isClosed(): boolean {
@@ -49,6 +61,13 @@ export class TurnEventBus {
    */
   emit(body: EventBody): TurnEvent | undefined {
     if (this.closed) return undefined;
+    if (this.limit && !this.closing && this.seq >= this.limit.maxEvents) {
+      if (!this.limitReached) {
+        this.limitReached = true;
+        this.limit.onReached();
+      }
+      return undefined;
+    }
     const event = { ...body, turnId: this.turnId, seq: this.seq + 1, at: this.now() } as TurnEvent;
     try {
       this.store.appendEvent(event);
@@ -73,7 +92,10 @@ export class TurnEventBus {
     } finally {
       this.delivering = false;
       this.pending.length = 0;
-      if (this.closed && this.uncommitted.length === 0) this.listeners.clear();
+      if (this.closed && this.uncommitted.length === 0) {
+        this.listeners.clear();
+        this.resolveDelivered();
+      }
     }
   }
 

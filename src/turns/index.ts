@@ -6,7 +6,8 @@ export {
   type TurnManagerDeps,
   type TurnManagerSettings,
 } from "./manager.js";
-export { ActiveTurn } from "./active-turn.js";
+export { TurnRun, ChildTurnBudget, type RunningCall, type TurnRunOutcome } from "./turn-run.js";
+export { publishToolResult, type PublishedOutcome, type ToolResultTarget } from "./tool-results.js";
 export { TurnEventBus, type EventListener } from "./event-bus.js";
 export {
   ToolCallingLoop,

@@ -4,16 +4,20 @@
  * `post_inference`, `post_tools`) are exposed to a snapshot hook. The loop never ends a turn itself:
  * it returns why it stopped, and the TurnManager emits the terminal event.
  */
-import { EVENT_RESULT_MAX_CHARS, type EventBody } from "../events.js";
-import type { BlockContent, ToolCallBlock, ToolResponseBlock } from "../history/model.js";
+import type { EventBody } from "../events.js";
+import type { BlockContent, ToolCallBlock } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { ToolScheduler } from "../tools/scheduler.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome, ToolServices } from "../tools/types.js";
 import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
-import type { AbortReason } from "../errors.js";
-import { loopWarning } from "../tools/results.js";
+import { ModelError, ReinsError, type AbortReason } from "../errors.js";
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../json-depth.js";
+import { errorResult, loopWarning } from "../tools/results.js";
+import { DEFAULT_COALESCE, DeltaCoalescer, type CoalesceSettings } from "./delta-coalescer.js";
+import { publishToolResult, type ToolResultObservers, type ToolResultTarget } from "./tool-results.js";
+import type { RunningCall } from "./turn-run.js";
 import { DEFAULT_LOOP_DETECTOR, LoopDetector, type LoopDetectorSettings } from "./loop-detector.js";
 import type { PauseOutcome, PausePhase } from "./step-control.js";
 import { ProviderError } from "../providers/provider-error.js";
@@ -47,12 +51,12 @@ export type LoopOptions = {
   generateCallId: () => string;
   /** Called synchronously at each phase boundary. */
   snapshot?: (snapshot: LoopSnapshot) => void;
-  /** Told about late results of calls already closed (zombies); they are never stored. */
-  onDiscardedResult?: (call: ToolCallRequest, outcome: ToolOutcome) => void;
-  /** Told about every call's stored outcome (for metrics). */
-  onCallEnded?: (call: ToolCallRequest, outcome: ToolOutcome) => void;
+  /** Told about every stored outcome (metrics) and every late result discarded (zombies). */
+  toolResults?: ToolResultObservers;
   recorder?: DecisionRecorder;
   loopDetector?: LoopDetectorSettings;
+  /** How text and thinking deltas are merged into events. */
+  coalesce?: CoalesceSettings;
   /** Retries of transient model failures (429, 5xx, network) that happen before any output. */
   modelRetry?: RetryPolicy;
   random?: () => number;
@@ -70,8 +74,8 @@ export type LoopTurn = {
   workspace?: string;
   allowedRoots?: readonly string[];
   depth?: number;
-  /** Calls running now, for `/api/turns/active`. */
-  runningTools?: Map<string, { toolName: string; startedAt: number }>;
+  /** Calls running now, for `/api/turns/active` and the results of an abort. */
+  runningTools?: Map<string, RunningCall>;
   /**
    * The signal of the turn's work (inference, tools): aborted with the turn, and also when the turn's
    * deadline passes, after which the loop makes one final inference under `signal` alone.
@@ -117,13 +121,15 @@ export class ToolCallingLoop {
       if (turn.signal.aborted) return result("aborted", step + 1);
       if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
       if (inference.blocks.length > 0) store.appendAssistant(turn.sessionId, turn.turnId, inference.blocks);
-      const calls = inference.calls.map(({ callId, name, input }) => ({ callId, name, input }));
-      toolCallCount += calls.length;
-      this.snap(turn, "post_inference", step, toolCallCount, calls, []);
-      if (calls.length === 0) {
+      const requested = inference.calls.map(({ callId, name, input }) => ({ callId, name, input }));
+      toolCallCount += requested.length;
+      this.snap(turn, "post_inference", step, toolCallCount, requested, []);
+      if (requested.length === 0) {
         const stopReason = inference.stopReason === "tool_use" ? "end_turn" : inference.stopReason;
         return result(stopReason, step + 1);
       }
+      const calls = this.refuseInvalid(turn, requested);
+      if (calls.length === 0) continue;
 
       const warnings = this.detectLoops(turn, detector, calls);
       if (warnings === "stop") return result("aborted", step + 1);
@@ -132,6 +138,7 @@ export class ToolCallingLoop {
       });
       if (turn.signal.aborted) return result("aborted", step + 1);
       for (const call of calls) turn.callControllers?.set(call.callId, new AbortController());
+      // refused calls already have their results; the batch is what may run
       const outcomes = await this.options.scheduler
         .runBatch(
           calls,
@@ -167,6 +174,40 @@ export class ToolCallingLoop {
       if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
     }
     return result("max_steps", maxSteps);
+  }
+
+  /**
+   * Calls whose input nests deeper than `MAX_JSON_DEPTH` levels get an invalid-input result at once
+   * (nothing downstream walks such a value); returns the calls that may run.
+   */
+  private refuseInvalid(turn: LoopTurn, calls: readonly ToolCallRequest[]): ToolCallRequest[] {
+    const runnable: ToolCallRequest[] = [];
+    for (const call of calls) {
+      if (!jsonDepthExceeds(call.input, MAX_JSON_DEPTH)) {
+        runnable.push(call);
+        continue;
+      }
+      const result = errorResult(call.name, `invalid input (it nests deeper than ${MAX_JSON_DEPTH} levels).`);
+      publishToolResult(this.resultTarget(turn), this.options.toolResults ?? {}, call, {
+        status: "error",
+        result,
+        isError: true,
+        durationMs: 0,
+        attempts: 0,
+      });
+    }
+    return runnable;
+  }
+
+  private resultTarget(turn: LoopTurn): ToolResultTarget {
+    return {
+      store: this.options.store,
+      sessionId: turn.sessionId,
+      turnId: turn.turnId,
+      runningCalls: turn.runningTools ?? new Map(),
+      emit: turn.emit,
+      now: turn.now ?? Date.now,
+    };
   }
 
   /**
@@ -288,6 +329,7 @@ export class ToolCallingLoop {
       }
       thinking = undefined;
     };
+    const deltas = new DeltaCoalescer(turn.emit, this.options.coalesce ?? DEFAULT_COALESCE);
     try {
       for await (const event of turn.engine.stream(request, signal)) {
         if (signal.aborted) break;
@@ -296,12 +338,12 @@ export class ToolCallingLoop {
           case "text_delta":
             flushThinking();
             text += event.text;
-            turn.emit({ type: "text_delta", text: event.text });
+            deltas.push("text_delta", event.text);
             break;
           case "thinking_delta":
             flushText();
             thinking = { text: (thinking?.text ?? "") + event.text };
-            turn.emit({ type: "thinking_delta", text: event.text });
+            deltas.push("thinking_delta", event.text);
             break;
           case "thinking_signature":
             thinking = { text: thinking?.text ?? "", signature: event.signature };
@@ -325,7 +367,14 @@ export class ToolCallingLoop {
       }
     } catch (error) {
       // An engine interrupted by the turn's own abort (or deadline) is not a model failure.
-      if (!signal.aborted) throw error;
+      if (!signal.aborted) {
+        if (error instanceof ReinsError) throw error;
+        throw new ModelError(`The model stream failed: ${(error as Error)?.message ?? String(error)}`, {
+          cause: error,
+        });
+      }
+    } finally {
+      deltas.flush();
     }
     flushThinking();
     flushText();
@@ -335,10 +384,11 @@ export class ToolCallingLoop {
 
   private hooksFor(turn: LoopTurn, warnings: ReadonlyMap<string, string>): ToolCallHooks {
     const now = turn.now ?? Date.now;
-    const { store } = this.options;
+    const target = this.resultTarget(turn);
+    const observers = this.options.toolResults ?? {};
     return {
       onStart: (call, limits) => {
-        turn.runningTools?.set(call.callId, { toolName: call.name, startedAt: now() });
+        turn.runningTools?.set(call.callId, { toolName: call.name, startedAt: now(), attempts: 1 });
         turn.emit({
           type: "tool_start",
           toolId: call.callId,
@@ -359,39 +409,14 @@ export class ToolCallingLoop {
         }),
       onTimeout: (call, timeout) =>
         turn.emit({ type: "tool_timeout", toolId: call.callId, toolName: call.name, ...timeout }),
-      onRetry: (call, retry) =>
-        turn.emit({ type: "tool_retry", toolId: call.callId, toolName: call.name, ...retry }),
-      onZombie: (call, state) => turn.onZombie?.(call, state),
-      onResult: (call, outcome) => {
-        turn.runningTools?.delete(call.callId);
-        const warning = warnings.get(call.callId);
-        const result = warning ? `${outcome.result}\n\n${warning}` : outcome.result;
-        const response: ToolResponseBlock = {
-          kind: "tool_response",
-          role: "tool",
-          callId: call.callId,
-          name: call.name,
-          status: outcome.status,
-          result,
-          isError: outcome.isError,
-        };
-        // A call already closed (by an abort) keeps its first result; this late one is discarded.
-        if (!store.recordToolResult(turn.sessionId, turn.turnId, response)) {
-          this.options.onDiscardedResult?.(call, outcome);
-          return;
-        }
-        this.options.onCallEnded?.(call, outcome);
-        turn.emit({
-          type: "tool_result",
-          toolId: call.callId,
-          toolName: call.name,
-          result: result.slice(0, EVENT_RESULT_MAX_CHARS),
-          isError: outcome.isError,
-          status: outcome.status,
-          durationMs: outcome.durationMs,
-          attempts: outcome.attempts,
-        });
+      onRetry: (call, retry) => {
+        const running = turn.runningTools?.get(call.callId);
+        if (running) running.attempts = retry.attempt;
+        turn.emit({ type: "tool_retry", toolId: call.callId, toolName: call.name, ...retry });
       },
+      onZombie: (call, state) => turn.onZombie?.(call, state),
+      onResult: (call, outcome) =>
+        publishToolResult(target, observers, call, outcome, warnings.get(call.callId)),
     };
   }
 

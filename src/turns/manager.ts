@@ -1,29 +1,30 @@
 /**
- * The TurnManager: the registry of active turns. It starts turns (session, history, event bus, one
- * AbortController each), drives the loop, and is the only place a turn ends — completion, abort,
- * error, disconnect, shutdown or a parent's abort all go through `finish…`, which runs once per turn.
+ * The TurnManager: the registry of running turns. It starts turns (session, history, event bus, a
+ * TurnRun each), drives the loop, and decides why a turn ends — completion, abort, error, disconnect,
+ * shutdown, a parent's abort, its events cap. Every end goes through `endCompleted` or `endAborted`,
+ * and the TurnRun lets exactly one of them through.
  *
- * An abort is finished synchronously: open calls get their `[CANCELLED] …` results in the same
- * transaction that marks the turn aborted, `tool_result` and `turn_abort` go out, and only then are the
+ * An abort is finished synchronously: open calls get their `[CANCELLED] …` results, the turn is
+ * marked aborted, `tool_result`s and `turn_abort` are committed and sent, and only then are the
  * signals aborted, so whatever the tools do afterwards can only produce discarded late results. The
- * turn's deadline is graceful instead: open calls are closed with timeout results and the loop gets one
- * final inference to answer with what it has.
+ * turn's deadline is graceful instead: open calls are closed with timeout results and the loop gets
+ * one final inference to answer with what it has.
  */
 import type { Logger } from "pino";
-import { ModelError, ReinsError, TurnAbortedError, type AbortReason } from "../errors.js";
-import { EVENT_RESULT_MAX_CHARS, type EventBody, type TurnEvent } from "../events.js";
-import type { ToolResponseBlock } from "../history/model.js";
+import { ReinsError, TurnAbortedError, type AbortReason } from "../errors.js";
+import type { EventBody, TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
 import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observability/decision.js";
 import type { ModelEngine } from "../providers/engine.js";
 import { cancelledResult, turnDeadlineResult } from "../tools/results.js";
-import { ActiveTurn } from "./active-turn.js";
-import { TurnEventBus } from "./event-bus.js";
-import type { LoopResult, ToolCallingLoop } from "./loop.js";
-import { turnServices } from "./turn-services.js";
 import { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";
 import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "./errors.js";
+import { TurnEventBus } from "./event-bus.js";
+import type { LoopResult, ToolCallingLoop } from "./loop.js";
 import { StepController } from "./step-control.js";
+import { publishToolResult, type PublishedOutcome, type ToolResultObservers } from "./tool-results.js";
+import { turnServices } from "./turn-services.js";
+import { TurnRun, type TurnRunOutcome } from "./turn-run.js";
 import { ZombieRegistry, type Zombie } from "./zombie-registry.js";
 
 export type StartTurnRequest = {
@@ -49,6 +50,11 @@ export type TurnManagerSettings = {
   finalAnswerTimeoutMs: number;
   /** Deepest nesting of child turns (a top-level turn has depth 0). */
   maxDepth: number;
+  /** Child turns one root turn may start, in all and at once. */
+  maxChildTurns?: number;
+  maxConcurrentChildTurns?: number;
+  /** Events one turn may write; reaching it ends the turn (reason `limit`). 0 = no cap. */
+  maxEventsPerTurn?: number;
   /** Step mode: how long a pause waits, and whether it then continues or aborts the turn. */
   stepPauseTimeoutMs: number;
   stepOnTimeout: "continue" | "abort";
@@ -71,12 +77,17 @@ export type TurnManagerDeps = {
   openCircuits?: () => string[];
   /** Told when a turn ends, for metrics. */
   onTurnEnded?: (outcome: string, durationMs: number) => void;
+  /** Told about the results of calls an abort or a deadline closed (metrics), like the loop's. */
+  toolResults?: ToolResultObservers;
 };
+
+const DEFAULT_MAX_CHILD_TURNS = 16;
+const DEFAULT_MAX_CONCURRENT_CHILD_TURNS = 4;
 
 export class TurnManager {
   readonly zombies = new ZombieRegistry();
   readonly steps: StepController;
-  private readonly turns = new Map<string, ActiveTurn>();
+  private readonly turns = new Map<string, TurnRun>();
   private readonly now: () => number;
   private readonly recorder: DecisionRecorder;
 
@@ -90,8 +101,8 @@ export class TurnManager {
     );
   }
 
-  /** Starts a turn and returns it once `turn_start` is persisted; the loop runs on in the background. */
-  startTurn(request: StartTurnRequest, parent?: ActiveTurn): ActiveTurn {
+  /** Starts a turn and returns it once `turn_start` is queued; the loop runs on in the background. */
+  startTurn(request: StartTurnRequest, parent?: TurnRun): TurnRun {
     const { store, settings } = this.deps;
     const providerName = request.provider ?? parent?.engine.provider ?? settings.defaultProvider;
     const engine = this.deps.engines.get(providerName);
@@ -99,7 +110,7 @@ export class TurnManager {
 
     let session = request.sessionId === undefined ? undefined : store.getSession(request.sessionId);
     if (request.sessionId !== undefined && !session) throw new SessionNotFoundError(request.sessionId);
-    const busy = session && [...this.turns.values()].find((turn) => turn.sessionId === session?.id);
+    const busy = session && this.runningTurnOf(session.id);
     if (session && busy) throw new SessionBusyError(session.id, busy.turnId);
     session ??= store.createSession(
       this.deps.generateId("ses"),
@@ -111,7 +122,6 @@ export class TurnManager {
     const model = request.model ?? (parent?.engine === engine ? parent.model : engine.defaultModel);
     const turnId = this.deps.generateId("turn");
     const startedAt = this.now();
-    const depth = parent ? parent.depth + 1 : 0;
     store.beginTurn({
       id: turnId,
       sessionId: session.id,
@@ -121,27 +131,37 @@ export class TurnManager {
       startedAt,
       userMessage: request.message,
       parentTurnId: parent?.turnId,
-      depth,
+      depth: parent ? parent.depth + 1 : 0,
     });
     const logger = this.deps.logger.child({ turnId, sessionId: session.id });
-    const bus = new TurnEventBus(turnId, store, this.now, 0, (error, event) =>
-      logger.error({ err: error, seq: event.seq, type: event.type }, "could not persist event"),
-    );
-    const turn = new ActiveTurn(
+    const maxEvents = settings.maxEventsPerTurn ?? 0;
+    const bus = new TurnEventBus(
       turnId,
-      session.id,
+      store,
+      this.now,
+      0,
+      (error, event) =>
+        logger.error({ err: error, seq: event.seq, type: event.type }, "could not persist event"),
+      maxEvents > 0 ? { maxEvents, onReached: () => this.reachEventLimit(turnId, maxEvents) } : undefined,
+    );
+    const run = new TurnRun({
+      turnId,
+      sessionId: session.id,
       agentId,
       engine,
       model,
       startedAt,
       bus,
       logger,
-      parent?.turnId ?? null,
-      depth,
-    );
-    turn.stepMode = request.stepMode ?? session.stepMode;
-    turn.principal = session.principal;
-    this.turns.set(turnId, turn);
+      principal: session.principal,
+      stepMode: request.stepMode ?? session.stepMode,
+      parent,
+      childBudget: {
+        maxTotal: settings.maxChildTurns ?? DEFAULT_MAX_CHILD_TURNS,
+        maxConcurrent: settings.maxConcurrentChildTurns ?? DEFAULT_MAX_CONCURRENT_CHILD_TURNS,
+      },
+    });
+    this.turns.set(turnId, run);
     parent?.childTurnIds.add(turnId);
     bus.emit({
       type: "turn_start",
@@ -152,17 +172,16 @@ export class TurnManager {
       startedAt,
     });
     logger.info({ provider: engine.provider, model, parentTurnId: parent?.turnId }, "turn started");
-    if (settings.turnTimeoutMs > 0) {
-      turn.deadlineTimer = setTimeout(() => this.reachDeadline(turn), settings.turnTimeoutMs);
-    }
-    turn.done = this.drive(turn).catch((error: unknown) => {
+    if (settings.turnTimeoutMs > 0) run.setDeadline(settings.turnTimeoutMs, () => this.reachDeadline(run));
+    this.drive(run).catch((error: unknown) => {
       logger.error({ err: error }, "turn driver failed");
-      this.finishAborted(turn, "error");
+      this.endAborted(run, "error");
+      run.loopReturned();
     });
-    return turn;
+    return run;
   }
 
-  get(turnId: string): ActiveTurn | undefined {
+  get(turnId: string): TurnRun | undefined {
     return this.turns.get(turnId);
   }
 
@@ -173,8 +192,8 @@ export class TurnManager {
   /** Running top-level turns owned by `principal` (null: the unauthenticated principal). */
   runningTurnsOf(principal: string | null): number {
     let count = 0;
-    for (const turn of this.turns.values()) {
-      if (turn.parentTurnId === null && turn.principal === principal) count++;
+    for (const run of this.turns.values()) {
+      if (run.parentTurnId === null && run.principal === principal) count++;
     }
     return count;
   }
@@ -182,12 +201,12 @@ export class TurnManager {
   getActiveTurnDetails(): ActiveTurnDetails[] {
     const now = this.now();
     const zombies = this.zombies.list();
-    return [...this.turns.values()].map((turn) =>
-      describeActiveTurn(turn, {
+    return [...this.turns.values()].map((run) =>
+      describeActiveTurn(run, {
         now,
-        pause: this.steps.pauseOf(turn.turnId),
-        toolCallCount: this.deps.store.getTurn(turn.turnId)?.toolCallCount ?? 0,
-        zombies: zombies.filter((zombie) => zombie.turnId === turn.turnId),
+        pause: this.steps.pauseOf(run.turnId),
+        toolCallCount: this.deps.store.getTurn(run.turnId)?.toolCallCount ?? 0,
+        zombies: zombies.filter((zombie) => zombie.turnId === run.turnId),
       }),
     );
   }
@@ -198,251 +217,266 @@ export class TurnManager {
     return this.zombies.list().map((zombie) => ({ ...zombie, elapsedMs: now - zombie.since }));
   }
 
-  /** Aborts an active turn; false when no such turn is running (unknown or already ended). */
+  /** Aborts a running turn; false when no such turn is running (unknown or already ended). */
   abortTurn(turnId: string, reason: AbortReason): boolean {
-    const turn = this.turns.get(turnId);
-    if (!turn || turn.finished) return false;
-    this.finishAborted(turn, reason);
+    const run = this.turns.get(turnId);
+    if (!run || run.finished) return false;
+    this.endAborted(run, reason);
     return true;
   }
 
   /**
-   * Cancels one call of an active turn (`[CANCELLED] Tool cancelled by user.`); the turn goes on.
+   * Cancels one call of a running turn (`[CANCELLED] Tool cancelled by user.`); the turn goes on.
    * False when the turn is not running or the call is not part of its running batch.
    */
   abortTool(turnId: string, toolId: string): boolean {
-    const turn = this.turns.get(turnId);
-    const controller = turn?.callControllers.get(toolId);
-    if (!turn || turn.finished || !controller || controller.signal.aborted) return false;
+    const run = this.turns.get(turnId);
+    const controller = run?.callControllers.get(toolId);
+    if (!run || run.finished || !controller || controller.signal.aborted) return false;
     // a call that already has its result is not cancellable
     if (this.deps.store.openCalls(turnId).every((call) => call.callId !== toolId)) return false;
-    const toolName = turn.runningTools.get(toolId)?.toolName ?? "?";
-    this.record(turn, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
+    const toolName = run.runningCalls.get(toolId)?.toolName ?? "?";
+    this.record(run, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
     controller.abort(new TurnAbortedError("user"));
     return true;
   }
 
   /** Continues a paused turn; false when the turn is not running or not waiting in that pause. */
   continueTurn(turnId: string, pauseId: string): boolean {
-    const turn = this.turns.get(turnId);
-    return turn !== undefined && !turn.finished && this.steps.continue(turnId, pauseId);
+    const run = this.turns.get(turnId);
+    return run !== undefined && !run.finished && this.steps.continue(turnId, pauseId);
   }
 
   /** The session's step-mode switch: applies to its running turn at once (off releases every wait). */
   setSessionStepMode(sessionId: string, enabled: boolean): void {
     this.deps.store.setSessionStepMode(sessionId, enabled);
-    for (const turn of this.turns.values()) {
-      if (turn.sessionId === sessionId) turn.stepMode = enabled;
+    for (const run of this.turns.values()) {
+      if (run.sessionId === sessionId) run.stepMode = enabled;
     }
     if (!enabled) this.steps.releaseSession(sessionId);
   }
 
-  /** Aborts every active turn and waits (bounded) for their loops to return. */
+  /** Aborts every running turn and waits (bounded) for their loops to return. */
   async abortAll(reason: AbortReason, waitMs = 5_000): Promise<void> {
-    const turns = [...this.turns.values()];
-    for (const turn of turns) this.abortTurn(turn.turnId, reason);
+    const runs = [...this.turns.values()];
+    for (const run of runs) this.abortTurn(run.turnId, reason);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled(turns.map((turn) => turn.done)),
+      Promise.allSettled(runs.map((run) => run.done)),
       new Promise((resolve) => (timer = setTimeout(resolve, waitMs))),
     ]);
     clearTimeout(timer);
   }
 
   /**
-   * Follows a turn's events from `afterSeq`: returns the persisted events after it and subscribes to
+   * Follows a turn's events from `afterSeq`: returns the stored events after it and subscribes to
    * the live ones, in one synchronous step so nothing falls between. The disposer also counts the
    * subscriber out, which may start the disconnect grace period.
    */
-  follow(turn: ActiveTurn, afterSeq: number, listener: (event: TurnEvent) => void) {
-    const replay = this.deps.store.listEvents(turn.turnId, afterSeq);
-    const unsubscribe = turn.bus.subscribe(listener);
-    turn.subscriberCount++;
-    clearTimeout(turn.disconnectTimer);
-    turn.disconnectTimer = undefined;
+  follow(run: TurnRun, afterSeq: number, listener: (event: TurnEvent) => void) {
+    const replay = this.deps.store.listEvents(run.turnId, afterSeq);
+    const unsubscribe = run.bus.subscribe(listener);
+    run.addSubscriber();
     let disposed = false;
     const dispose = () => {
       if (disposed) return;
       disposed = true;
       unsubscribe();
-      turn.subscriberCount--;
-      if (turn.subscriberCount === 0) this.onLastSubscriberGone(turn);
+      if (run.removeSubscriber() === 0) this.onLastSubscriberGone(run);
     };
     return { replay, dispose };
   }
 
-  private onLastSubscriberGone(turn: ActiveTurn): void {
+  private runningTurnOf(sessionId: string): TurnRun | undefined {
+    for (const run of this.turns.values()) if (run.sessionId === sessionId) return run;
+    return undefined;
+  }
+
+  private onLastSubscriberGone(run: TurnRun): void {
     const { onDisconnect, disconnectGraceMs } = this.deps.settings;
     // A child turn is followed through its parent's tool call, not by a client of its own.
-    if (turn.finished || onDisconnect !== "abort" || turn.parentTurnId !== null) return;
+    if (run.finished || onDisconnect !== "abort" || run.parentTurnId !== null) return;
     if (disconnectGraceMs === 0) {
-      turn.logger.info("client disconnected; aborting");
-      this.abortTurn(turn.turnId, "disconnect");
+      run.logger.info("client disconnected; aborting");
+      this.abortTurn(run.turnId, "disconnect");
       return;
     }
-    turn.disconnectTimer = setTimeout(() => {
-      turn.disconnectTimer = undefined;
-      if (turn.subscriberCount === 0) {
-        turn.logger.info({ graceMs: disconnectGraceMs }, "no client reattached; aborting");
-        this.abortTurn(turn.turnId, "disconnect");
-      }
-    }, disconnectGraceMs);
-    turn.disconnectTimer.unref();
+    run.armDisconnect(disconnectGraceMs, () => {
+      run.logger.info({ graceMs: disconnectGraceMs }, "no client reattached; aborting");
+      this.abortTurn(run.turnId, "disconnect");
+    });
   }
 
   /** The turn's deadline: close what is open with timeout results, stop its work, let it answer. */
-  private reachDeadline(turn: ActiveTurn): void {
-    turn.deadlineTimer = undefined;
-    if (turn.finished) return;
+  private reachDeadline(run: TurnRun): void {
     const { turnTimeoutMs, finalAnswerTimeoutMs } = this.deps.settings;
-    const closed = this.deps.store.closeOpenCalls(turn.turnId, (call) => ({
+    const closed = this.closeOpenCalls(run, (name) => ({
       status: "timeout",
-      result: turnDeadlineResult(call.name, turnTimeoutMs),
+      result: turnDeadlineResult(name, turnTimeoutMs),
       isError: true,
     }));
-    this.emitClosedResults(turn, closed, "timeout");
-    this.record(turn, { kind: "turn_deadline", timeoutMs: turnTimeoutMs, closedCalls: closed.length });
-    turn.logger.info({ timeoutMs: turnTimeoutMs, closedCalls: closed.length }, "turn deadline reached");
-    turn.workController.abort(new TurnAbortedError("timeout"));
+    this.record(run, { kind: "turn_deadline", timeoutMs: turnTimeoutMs, closedCalls: closed });
+    run.logger.info({ timeoutMs: turnTimeoutMs, closedCalls: closed }, "turn deadline reached");
+    run.stopWork();
     // a step pause must not eat the time left for the final answer
-    this.steps.releaseTurn(turn.turnId);
+    this.steps.releaseTurn(run.turnId);
     // The final inference is bounded too: a model that cannot answer in time ends the turn.
-    turn.deadlineTimer = setTimeout(() => this.abortTurn(turn.turnId, "timeout"), finalAnswerTimeoutMs);
+    run.setDeadline(finalAnswerTimeoutMs, () => this.abortTurn(run.turnId, "timeout"));
   }
 
-  private async drive(turn: ActiveTurn): Promise<void> {
-    const emit = (body: EventBody) => void turn.bus.emit(body);
+  /** The turn wrote as many events as it may: it ends now (its closing events still go out). */
+  private reachEventLimit(turnId: string, maxEvents: number): void {
+    const run = this.turns.get(turnId);
+    if (!run || run.finished) return;
+    run.logger.warn({ maxEvents }, "turn reached its events cap; aborting");
+    // Not from inside the emit that hit the cap: the loop is mid-step; end the turn right after it.
+    queueMicrotask(() => this.abortTurn(turnId, "limit"));
+  }
+
+  private async drive(run: TurnRun): Promise<void> {
     let result: LoopResult | undefined;
     try {
-      result = await this.deps.loop.run({
-        turnId: turn.turnId,
-        sessionId: turn.sessionId,
-        agentId: turn.agentId,
-        engine: turn.engine,
-        model: turn.model,
-        signal: turn.signal,
-        workSignal: turn.workController.signal,
-        emit,
-        runningTools: turn.runningTools,
-        callControllers: turn.callControllers,
-        depth: turn.depth,
-        allowedRoots: this.deps.settings.allowedRoots,
-        workspace: this.deps.settings.workspace,
-        services: turnServices(this, turn, {
-          store: this.deps.store,
-          now: this.now,
-          openCircuits: this.deps.openCircuits ?? (() => []),
-          maxDepth: this.deps.settings.maxDepth,
-        }),
-        requestAbort: (reason) => this.abortTurn(turn.turnId, reason),
-        pause: async (phase, summary) => {
-          const outcome = await this.steps.pause(
-            {
-              turnId: turn.turnId,
-              sessionId: turn.sessionId,
-              signal: turn.signal,
-              stepMode: () => turn.stepMode,
-              emit,
-            },
-            phase,
-            summary,
-          );
-          if (outcome === "timed_out" && this.steps.onTimeout === "abort")
-            this.abortTurn(turn.turnId, "timeout");
-          return outcome;
-        },
-        onZombie: (call, state) => {
-          if (state === "started") {
-            this.zombies.add({
-              turnId: turn.turnId,
-              toolId: call.callId,
-              toolName: call.name,
-              since: this.now(),
-            });
-          } else {
-            this.zombies.remove(call.callId);
-          }
-        },
-        now: this.now,
-      });
+      result = await this.deps.loop.run(this.loopTurn(run));
     } catch (error) {
-      if (!turn.finished) {
+      if (!run.finished) {
+        // Engines report their own failures as ReinsErrors (model_error and its kinds); anything
+        // else is the server's own fault and is never blamed on the model.
         const failure =
-          error instanceof ReinsError ? error : new ModelError(String((error as Error)?.message ?? error));
-        turn.logger.error({ err: error }, "turn failed");
-        turn.bus.emit({ type: "error", code: failure.code, message: failure.message });
-        this.finishAborted(turn, "error");
+          error instanceof ReinsError
+            ? error
+            : new ReinsError("internal_error", "The server failed while running the turn; see its log.");
+        run.logger.error({ err: error }, "turn failed");
+        run.bus.emit({ type: "error", code: failure.code, message: failure.message });
+        this.endAborted(run, "error");
       }
     }
-    if (result && result.stopReason !== "aborted") this.finishCompleted(turn, result);
-    if (!turn.finished) this.finishAborted(turn, abortReasonFromSignal(turn.signal));
+    if (result && result.stopReason !== "aborted") this.endCompleted(run, result);
+    if (!run.finished) this.endAborted(run, abortReasonFromSignal(run.signal));
+    run.loopReturned();
   }
 
-  private finishCompleted(turn: ActiveTurn, result: LoopResult): void {
-    if (!this.begin(turn)) return;
-    this.persist(turn, () =>
-      this.deps.store.endTurn(turn.turnId, { status: "completed", stopReason: result.stopReason }),
+  /** What the loop is given of a turn. */
+  private loopTurn(run: TurnRun) {
+    const emit = (body: EventBody) => void run.bus.emit(body);
+    const { settings } = this.deps;
+    return {
+      turnId: run.turnId,
+      sessionId: run.sessionId,
+      agentId: run.agentId,
+      engine: run.engine,
+      model: run.model,
+      signal: run.signal,
+      workSignal: run.workSignal,
+      emit,
+      runningTools: run.runningCalls,
+      callControllers: run.callControllers,
+      depth: run.depth,
+      allowedRoots: settings.allowedRoots,
+      workspace: settings.workspace,
+      services: turnServices(this, run, {
+        store: this.deps.store,
+        now: this.now,
+        openCircuits: this.deps.openCircuits ?? (() => []),
+        maxDepth: settings.maxDepth,
+      }),
+      requestAbort: (reason: AbortReason) => this.abortTurn(run.turnId, reason),
+      pause: async (phase: "after_inference" | "after_tools", summary: unknown) => {
+        const outcome = await this.steps.pause(
+          {
+            turnId: run.turnId,
+            sessionId: run.sessionId,
+            signal: run.signal,
+            stepMode: () => run.stepMode,
+            emit,
+          },
+          phase,
+          summary,
+        );
+        if (outcome === "timed_out" && this.steps.onTimeout === "abort")
+          this.abortTurn(run.turnId, "timeout");
+        return outcome;
+      },
+      onZombie: (call: { callId: string; name: string }, state: "started" | "settled") => {
+        if (state === "started") {
+          this.zombies.add({
+            turnId: run.turnId,
+            toolId: call.callId,
+            toolName: call.name,
+            since: this.now(),
+          });
+        } else {
+          this.zombies.remove(call.callId);
+        }
+      },
+      now: this.now,
+    };
+  }
+
+  private endCompleted(run: TurnRun, result: LoopResult): void {
+    if (!run.claimEnd()) return;
+    run.bus.allowClosingEvents();
+    this.persist(run, () =>
+      this.deps.store.endTurn(run.turnId, { status: "completed", stopReason: result.stopReason }),
     );
-    const durationMs = this.now() - turn.startedAt;
-    turn.bus.emit({
+    const durationMs = this.now() - run.startedAt;
+    run.bus.emit({
       type: "turn_complete",
       stopReason: result.stopReason,
       durationMs,
       toolCallCount: result.toolCallCount,
     });
-    turn.logger.info(
-      { stopReason: result.stopReason, toolCallCount: result.toolCallCount },
-      "turn completed",
-    );
     this.deps.store.flush();
-    this.release(turn, `completed:${result.stopReason}`);
+    run.logger.info({ stopReason: result.stopReason, toolCallCount: result.toolCallCount }, "turn completed");
+    this.release(run, {
+      status: "completed",
+      stopReason: result.stopReason,
+      toolCallCount: result.toolCallCount,
+      durationMs,
+    });
     // Nothing should still run, but a finished turn must leave no work behind.
-    this.abortSignals(turn, "user");
+    run.abortSignals("completed");
   }
 
-  private finishAborted(turn: ActiveTurn, reason: AbortReason): void {
-    if (!this.begin(turn)) return;
+  private endAborted(run: TurnRun, reason: AbortReason): void {
+    if (!run.claimEnd()) return;
+    run.bus.allowClosingEvents();
     const closed =
-      this.persist(turn, () =>
-        this.deps.store.endTurn(turn.turnId, { status: "aborted", abortReason: reason }, () => ({
+      this.persist(run, () => {
+        const count = this.closeOpenCalls(run, () => ({
           status: "cancelled",
           result: cancelledResult(reason),
           isError: true,
-        })),
-      ) ?? [];
-    this.emitClosedResults(turn, closed, "cancelled");
-    turn.bus.emit({ type: "turn_abort", reason });
-    this.record(turn, { kind: "abort", reason, closedCalls: closed.length });
+        }));
+        this.deps.store.endTurn(run.turnId, { status: "aborted", abortReason: reason });
+        return count;
+      }) ?? 0;
+    run.bus.emit({ type: "turn_abort", reason });
+    this.record(run, { kind: "abort", reason, closedCalls: closed });
     // The closing results and turn_abort are committed and sent before the signals reach the tools.
     this.deps.store.flush();
-    turn.logger.info({ reason, closedCalls: closed.length }, "turn aborted");
-    this.release(turn, `aborted:${reason}`);
+    run.logger.info({ reason, closedCalls: closed }, "turn aborted");
+    this.release(run, { status: "aborted", reason, durationMs: this.now() - run.startedAt });
     // a child ends for its parent's reason when that reason concerns every turn (shutdown)
     const childReason = reason === "shutdown" ? "shutdown" : "parent";
-    for (const childTurnId of turn.childTurnIds) this.abortTurn(childTurnId, childReason);
-    this.abortSignals(turn, reason);
+    for (const childTurnId of run.childTurnIds) this.abortTurn(childTurnId, childReason);
+    run.abortSignals(reason);
   }
 
-  private emitClosedResults(
-    turn: ActiveTurn,
-    closed: ToolResponseBlock[],
-    status: "cancelled" | "timeout",
-  ): void {
-    const now = this.now();
-    for (const response of closed) {
-      const running = turn.runningTools.get(response.callId);
-      turn.runningTools.delete(response.callId);
-      turn.bus.emit({
-        type: "tool_result",
-        toolId: response.callId,
-        toolName: response.name,
-        result: response.result.slice(0, EVENT_RESULT_MAX_CHARS),
-        isError: true,
-        status,
-        durationMs: running ? now - running.startedAt : 0,
-        attempts: 0,
-      });
+  /** Gives every open call of the turn the result `make` returns for it; returns how many. */
+  private closeOpenCalls(run: TurnRun, make: (toolName: string) => PublishedOutcome): number {
+    let closed = 0;
+    const target = {
+      store: this.deps.store,
+      sessionId: run.sessionId,
+      turnId: run.turnId,
+      runningCalls: run.runningCalls,
+      emit: (body: EventBody) => void run.bus.emit(body),
+      now: this.now,
+    };
+    for (const call of this.deps.store.openCalls(run.turnId)) {
+      if (publishToolResult(target, this.deps.toolResults ?? {}, call, make(call.name))) closed++;
     }
+    return closed;
   }
 
   /**
@@ -450,38 +484,25 @@ export class TurnManager {
    * (released, signals aborted, terminal event delivered), so one bad write never strands a turn.
    * A turn whose end was not recorded is closed as interrupted at the next start-up.
    */
-  private persist<T>(turn: ActiveTurn, write: () => T): T | undefined {
+  private persist<T>(run: TurnRun, write: () => T): T | undefined {
     try {
       return write();
     } catch (error) {
-      turn.logger.error({ err: error }, "could not record the end of the turn");
+      run.logger.error({ err: error }, "could not record the end of the turn");
       return undefined;
     }
   }
 
-  /** Claims the right to end the turn; false when it has already ended. */
-  private begin(turn: ActiveTurn): boolean {
-    if (turn.finished) return false;
-    turn.finished = true;
-    return true;
+  private release(run: TurnRun, outcome: TurnRunOutcome): void {
+    run.release(outcome);
+    this.turns.delete(run.turnId);
+    const label =
+      outcome.status === "completed" ? `completed:${outcome.stopReason}` : `aborted:${outcome.reason}`;
+    this.deps.onTurnEnded?.(label, outcome.durationMs);
   }
 
-  private release(turn: ActiveTurn, outcome: string): void {
-    clearTimeout(turn.disconnectTimer);
-    clearTimeout(turn.deadlineTimer);
-    turn.runningTools.clear();
-    this.turns.delete(turn.turnId);
-    this.deps.onTurnEnded?.(outcome, this.now() - turn.startedAt);
-  }
-
-  private abortSignals(turn: ActiveTurn, reason: AbortReason): void {
-    const error = new TurnAbortedError(reason);
-    turn.workController.abort(error);
-    turn.controller.abort(error);
-  }
-
-  private record(turn: ActiveTurn, decision: Decision): void {
-    this.recorder.record(turn.turnId, decision);
+  private record(run: TurnRun, decision: Decision): void {
+    this.recorder.record(run.turnId, decision);
   }
 }
 

@@ -2,12 +2,13 @@
  * What the framework offers tools of one turn (`ctx.services`): the session's status for the
  * `session_status` tool, and child turns for `delegate`. A child turn runs for another agent inside
  * the parent's call; the call's signal aborting (cancel, timeout, the parent's abort) aborts it with
- * reason `parent`.
+ * reason `parent`. Child turns draw on their root turn's budget (DESIGN.md §10): so many in all, so
+ * many at once; a call over the first gets a permanent error, one over the second waits for a slot.
  */
 import type { HistoryStore } from "../history/store.js";
 import { PermanentToolError } from "../tools/resilience/tool-error.js";
 import type { ChildTurnResult, SessionStatus, ToolServices } from "../tools/types.js";
-import type { ActiveTurn } from "./active-turn.js";
+import type { TurnRun } from "./turn-run.js";
 import type { TurnManager } from "./manager.js";
 
 export type TurnServiceDeps = {
@@ -17,14 +18,14 @@ export type TurnServiceDeps = {
   maxDepth: number;
 };
 
-export function turnServices(manager: TurnManager, turn: ActiveTurn, deps: TurnServiceDeps): ToolServices {
+export function turnServices(manager: TurnManager, turn: TurnRun, deps: TurnServiceDeps): ToolServices {
   return {
     sessionStatus: () => sessionStatus(turn, deps),
     runChildTurn: (request, signal, onEvent) => runChildTurn(manager, turn, deps, request, signal, onEvent),
   };
 }
 
-function sessionStatus(turn: ActiveTurn, deps: TurnServiceDeps): SessionStatus {
+function sessionStatus(turn: TurnRun, deps: TurnServiceDeps): SessionStatus {
   const timedOut: SessionStatus["timedOut"] = [];
   const cancelled: SessionStatus["cancelled"] = [];
   for (const block of deps.store.getHistory(turn.sessionId)) {
@@ -45,7 +46,7 @@ function sessionStatus(turn: ActiveTurn, deps: TurnServiceDeps): SessionStatus {
 
 async function runChildTurn(
   manager: TurnManager,
-  parent: ActiveTurn,
+  parent: TurnRun,
   deps: TurnServiceDeps,
   request: { agentId: string; message: string },
   signal: AbortSignal,
@@ -57,20 +58,43 @@ async function runChildTurn(
     );
   }
   if (signal.aborted) throw signal.reason;
+  const budget = parent.childBudget;
+  if (budget.started >= budget.maxTotal) {
+    throw new PermanentToolError(
+      `This turn has used its budget of ${budget.maxTotal} child turns; answer without delegating.`,
+    );
+  }
+  budget.started++;
+  if (!(await budget.acquire(signal))) throw signal.reason;
+  try {
+    return await followChildTurn(manager, parent, deps, request, signal, onEvent);
+  } finally {
+    budget.release();
+  }
+}
+
+async function followChildTurn(
+  manager: TurnManager,
+  parent: TurnRun,
+  deps: TurnServiceDeps,
+  request: { agentId: string; message: string },
+  signal: AbortSignal,
+  onEvent?: (type: string) => void,
+): Promise<ChildTurnResult> {
   const child = manager.startTurn({ message: request.message, agentId: request.agentId }, parent);
   const followed = manager.follow(child, 0, (event) => onEvent?.(event.type));
   const onAbort = () => manager.abortTurn(child.turnId, "parent");
   signal.addEventListener("abort", onAbort, { once: true });
+  let outcome;
   try {
-    await child.done;
+    outcome = await child.done;
   } finally {
     signal.removeEventListener("abort", onAbort);
     followed.dispose();
   }
-  const record = deps.store.getTurn(child.turnId);
-  if (record?.status !== "completed") {
+  if (outcome.status !== "completed") {
     throw new PermanentToolError(
-      `Child turn ${child.turnId} (agent "${request.agentId}") ended without an answer: ${record?.abortReason ?? "unknown"}.`,
+      `Child turn ${child.turnId} (agent "${request.agentId}") ended without an answer: ${outcome.reason}.`,
     );
   }
   const text = deps.store
@@ -78,5 +102,5 @@ async function runChildTurn(
     .filter((block) => block.turnId === child.turnId && block.kind === "text" && block.role === "assistant")
     .map((block) => (block.kind === "text" ? block.text : ""))
     .join("\n");
-  return { turnId: child.turnId, text, stopReason: record.stopReason ?? "end_turn" };
+  return { turnId: child.turnId, text, stopReason: outcome.stopReason };
 }

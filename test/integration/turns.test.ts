@@ -57,7 +57,7 @@ describe("turns over HTTP", () => {
       "turn_start",
       "tool_start",
       "tool_result",
-      "text_delta",
+      // the answer's words, coalesced into one event (DELTA_COALESCE_MS / _CHARS)
       "text_delta",
       "turn_complete",
     ]);

@@ -243,7 +243,8 @@ describe("HTTP client errors", () => {
   });
 
   it("honours a valid Last-Event-ID by replaying only the later events", async () => {
-    await (await app.request("/api/sessions/stream", startTurnInit({ message: "one two" }))).text();
+    const message = '/tool echo {"text":"a"}\n/then\none two';
+    await (await app.request("/api/sessions/stream", startTurnInit({ message }))).text();
     const [turn] = runtime.store.listTurns();
     const all = runtime.store.listEvents(turn?.id ?? "");
     expect(all.length).toBeGreaterThan(3);

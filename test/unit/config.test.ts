@@ -92,6 +92,7 @@ describe("defaults", () => {
         maxEventsPerTurn: 20_000,
         deltaCoalesceMs: 30,
         deltaCoalesceChars: 2_048,
+        loopDetector: { windowSize: 20, warnAt: 3, stopAt: 5 },
       },
       limits: { maxTurnsPerPrincipal: 8, maxStreamsPerPrincipal: 32 },
       auth: { tokens: [], disabled: false },

@@ -10,7 +10,7 @@ import { isTerminalEvent, type TurnEvent } from "../../src/events.js";
 import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
 import type { HistoryStore } from "../../src/history/store.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
-import type { ActiveTurn } from "../../src/turns/active-turn.js";
+import type { TurnRun } from "../../src/turns/turn-run.js";
 
 const runtimes: Runtime[] = [];
 afterEach(async () => {
@@ -31,7 +31,7 @@ function build(config: ConfigInput = {}, store: HistoryStore = createMemoryHisto
   return runtime;
 }
 
-function watch(runtime: Runtime, turn: ActiveTurn): TurnEvent[] {
+function watch(runtime: Runtime, turn: TurnRun): TurnEvent[] {
   const events: TurnEvent[] = [];
   const followed = runtime.manager.follow(turn, 0, (event) => events.push(event));
   events.unshift(...followed.replay);

@@ -19,7 +19,7 @@ import type { HistoryStore } from "../../src/history/store.js";
 import { ScriptedModel } from "../../src/providers/scripted.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import type { ToolDefinition } from "../../src/tools/types.js";
-import type { ActiveTurn } from "../../src/turns/active-turn.js";
+import type { TurnRun } from "../../src/turns/turn-run.js";
 import { ToolCallingLoop, type LoopSnapshot } from "../../src/turns/loop.js";
 import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "../../src/turns/errors.js";
 import { TurnManager } from "../../src/turns/manager.js";
@@ -60,7 +60,7 @@ async function until(predicate: () => boolean, what: string): Promise<void> {
 }
 
 /** Follows a turn from its first event, collecting what a client would see. */
-function watch(runtime: Runtime, turn: ActiveTurn, onEvent: (event: TurnEvent) => void = () => {}) {
+function watch(runtime: Runtime, turn: TurnRun, onEvent: (event: TurnEvent) => void = () => {}) {
   const events: TurnEvent[] = [];
   const followed = runtime.manager.follow(turn, 0, (event) => {
     events.push(event);
@@ -319,7 +319,8 @@ describe("TurnManager: exactly one terminal event", () => {
   });
 
   it("ends with turn_abort alone when aborted during inference", async () => {
-    const runtime = makeRuntime();
+    // every word its own event, so the abort lands mid-answer
+    const runtime = makeRuntime({ turns: { deltaCoalesceMs: 0 } });
     const turn = runtime.manager.startTurn({ message: "one two three four five six seven eight" });
     let deltas = 0;
     const { events } = watch(runtime, turn, (event) => {
