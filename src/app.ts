@@ -1,20 +1,23 @@
 /**
- * `buildApp(deps)`: the Hono application — CORS, bearer auth and the body limit on /api, the API
- * routes, health and metrics, the OpenAPI document, the web page, and one error handler that turns
- * client mistakes into 4xx JSON and everything else into a bare 500. No module-level state: every
- * dependency comes in through `deps`.
+ * `buildApp(deps)`: the Hono application — no framing of any response; CORS, bearer auth, the body
+ * limit and the JSON nesting limit on /api; the API routes, health and metrics, the OpenAPI document,
+ * the web page, and one error handler that turns client mistakes into 4xx JSON and everything else
+ * into a bare 500. No module-level state: every dependency comes in through `deps`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { HTTPException } from "hono/http-exception";
 import type { Logger } from "pino";
 import type { Config } from "./config/schema.js";
 import type { HistoryStore } from "./history/store.js";
 import { bearerAuth } from "./http/auth.js";
+import { apiBodyLimit } from "./http/body-limit.js";
+import { frameGuard } from "./http/frame-guard.js";
 import { HttpError, toHttpError } from "./http/http-error.js";
 import { apiRoutes, type ApiEnv } from "./http/routes.js";
+import { jsonDepthGuard } from "./http/validation.js";
 import { webPageRoutes } from "./http/web-page.js";
+import { MAX_JSON_DEPTH } from "./json-depth.js";
 import type { Metrics } from "./observability/metrics.js";
 import type { TurnManager } from "./turns/manager.js";
 
@@ -32,6 +35,7 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>();
   const { server, auth } = deps.config;
 
+  app.use("*", frameGuard());
   if (server.corsOrigins.length > 0) {
     const anyOrigin = server.corsOrigins.includes("*");
     app.use(
@@ -45,22 +49,8 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
     );
   }
   app.use("/api/*", bearerAuth(auth.tokens));
-  app.use(
-    "/api/*",
-    bodyLimit({
-      maxSize: server.bodyLimitBytes,
-      onError: () => {
-        throw new HttpError(
-          413,
-          "body_too_large",
-          `Request body exceeds the limit of ${server.bodyLimitBytes} bytes`,
-          {
-            limit: server.bodyLimitBytes,
-          },
-        );
-      },
-    }),
-  );
+  app.use("/api/*", apiBodyLimit(server.bodyLimitBytes));
+  app.use("/api/*", jsonDepthGuard(MAX_JSON_DEPTH));
   app.route("/api", apiRoutes(deps));
 
   app.doc31("/openapi.json", {
@@ -97,6 +87,7 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
       return context.json(
         { error: httpError.message, code: httpError.code, ...httpError.details },
         httpError.status,
+        httpError.headers,
       );
     }
     deps.logger.error({ err: error, path: context.req.path }, "unhandled error");

@@ -6,15 +6,24 @@ import { ReinsError } from "../errors.js";
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 503,
+    readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 429 | 503,
     readonly code: string,
     message: string,
     readonly details: Record<string, unknown> = {},
+    /** Response headers that belong to the error (`Retry-After`, `Connection: close`). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = new.target.name;
   }
 }
+
+/**
+ * How long a client refused for a per-principal limit should wait before trying again. Turns and
+ * streams free their place when a turn ends, which takes seconds to minutes; 5 s lets a polite client
+ * retry soon without hammering the server.
+ */
+export const RETRY_AFTER_SECONDS = 5;
 
 const STATUS_BY_CODE: Record<string, HttpError["status"]> = {
   session_not_found: 404,
@@ -33,4 +42,19 @@ export function toHttpError(error: unknown): HttpError | undefined {
 
 export function turnNotFound(): HttpError {
   return new HttpError(404, "turn_not_found", "Turn not found or already completed");
+}
+
+/** 429 for a per-principal limit: the body names the limit, `Retry-After` says when to try again. */
+export function tooManyRequests(
+  code: "too_many_turns" | "too_many_streams",
+  message: string,
+  limit: number,
+): HttpError {
+  return new HttpError(
+    429,
+    code,
+    message,
+    { limit, retryAfterSeconds: RETRY_AFTER_SECONDS },
+    { "Retry-After": String(RETRY_AFTER_SECONDS) },
+  );
 }

@@ -26,10 +26,26 @@ const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
 });
 const errors = {
-  400: json(errorSchema, "Invalid input; the message names the field"),
+  400: json(
+    errorSchema,
+    "Invalid input; the message names the field (`invalid_input`: a JSON body nested deeper than 64 levels)",
+  ),
   401: json(errorSchema, "Missing or invalid bearer token (when auth is on)"),
   404: json(errorSchema, "Unknown, or not yours"),
 };
+/** 429 for a per-principal limit (DESIGN.md §10); `codes` are the limits the route can hit. */
+const tooMany = (codes: string) => ({
+  ...json(
+    errorSchema,
+    `A per-principal limit is reached (${codes}); the body names it (\`limit\`). Retry after \`Retry-After\` seconds`,
+  ),
+  headers: {
+    "Retry-After": {
+      description: "Seconds to wait before trying again",
+      schema: { type: "integer" as const, minimum: 1 },
+    },
+  },
+});
 const eventStream = {
   content: { "text/event-stream": { schema: z.string() } },
   description:
@@ -46,8 +62,9 @@ export const startTurnRoute = createRoute({
     200: eventStream,
     ...errors,
     409: json(errorSchema, "The session already has a running turn"),
-    413: json(errorSchema, "Body too large"),
+    413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
+    429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
   },
 });
 
@@ -127,7 +144,11 @@ export const eventsRoute = createRoute({
   path: "/turns/{id}/events",
   summary: "Replay a turn's events after Last-Event-ID, then follow it live",
   request: { params: turnParamsSchema, query: eventsQuerySchema, headers: eventsHeadersSchema },
-  responses: { 200: eventStream, ...errors },
+  responses: {
+    200: eventStream,
+    ...errors,
+    429: tooMany("`too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
+  },
 });
 
 export const traceRoute = createRoute({

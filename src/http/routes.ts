@@ -1,14 +1,16 @@
 /**
  * The API handlers of DESIGN.md §3, registered on the declarations of `route-definitions.ts`.
  * Ownership: a principal sees and controls only its own sessions, turns and pauses; anything else is
- * 404, exactly like something that does not exist.
+ * 404, exactly like something that does not exist, and found by the same lookups. Limits (§10): a
+ * principal runs at most `maxTurnsPerPrincipal` turns and holds at most `maxStreamsPerPrincipal` SSE
+ * streams; beyond, 429 with `Retry-After`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Config } from "../config/schema.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
-import { HttpError, turnNotFound } from "./http-error.js";
+import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
 import {
   abortToolRoute,
   abortTurnRoute,
@@ -22,6 +24,7 @@ import {
   transcriptRoute,
 } from "./route-definitions.js";
 import { renderProviderRequest } from "../history/render/index.js";
+import { StreamLimits } from "./stream-limits.js";
 import { streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
 
@@ -29,8 +32,13 @@ export type RouteDeps = { manager: TurnManager; store: HistoryStore; config: Con
 
 export type ApiEnv = { Variables: AuthVariables };
 
+/** Looked up in place of an unknown turn's session: no session has an empty id. */
+const NO_SESSION_ID = "";
+
 export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   const { manager, store } = deps;
+  const { maxTurnsPerPrincipal, maxStreamsPerPrincipal } = deps.config.limits;
+  const streams = new StreamLimits(maxStreamsPerPrincipal);
   const streamDeps = { manager, store, pingIntervalMs: deps.config.stream.pingIntervalMs };
   const api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
 
@@ -42,18 +50,52 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     }
     return session;
   };
-  /** Whether the turn exists and the caller may see it. */
-  const ownsTurn = (principal: string | null, turnId: string) => {
+  /**
+   * The turn, if it exists and the caller may see it. An unknown turn and someone else's take the same
+   * path (the turn, then a session: the turn's, or one that cannot exist; then one comparison), so
+   * neither the answer nor the work done tells "exists but not yours" from "unknown".
+   */
+  const ownTurn = (principal: string | null, turnId: string) => {
     const turn = store.getTurn(turnId);
-    return turn !== undefined && canAccess(principal, store.getSession(turn.sessionId)?.principal ?? null);
+    const session = store.getSession(turn?.sessionId ?? NO_SESSION_ID);
+    const visible = canAccess(principal, session?.principal ?? null);
+    return turn !== undefined && visible ? turn : undefined;
+  };
+  /** A place for one more SSE stream of `principal`, to release when the stream ends; else 429. */
+  const acquireStream = (principal: string | null) => {
+    const release = streams.acquire(principal);
+    if (release) return release;
+    throw tooManyRequests(
+      "too_many_streams",
+      `Too many open streams: at most ${maxStreamsPerPrincipal} per principal (MAX_STREAMS_PER_PRINCIPAL); ` +
+        "close one or retry later",
+      maxStreamsPerPrincipal,
+    );
   };
 
   api.openapi(startTurnRoute, (context) => {
     const body = context.req.valid("json");
     const principal = context.get("principal");
     if (body.sessionId !== undefined) ownSession(principal, body.sessionId);
-    const turn = manager.startTurn({ ...body, principal });
-    return streamTurnEvents(streamDeps, turn.turnId, 0);
+    // nothing awaits between this count and startTurn: concurrent requests cannot both slip under it
+    if (manager.runningTurnsOf(principal) >= maxTurnsPerPrincipal) {
+      throw tooManyRequests(
+        "too_many_turns",
+        `Too many running turns: at most ${maxTurnsPerPrincipal} per principal (MAX_TURNS_PER_PRINCIPAL); ` +
+          "retry when one ends",
+        maxTurnsPerPrincipal,
+      );
+    }
+    // taken before the turn starts, so a turn never runs without the stream that was asked for
+    const release = acquireStream(principal);
+    let turnId: string;
+    try {
+      turnId = manager.startTurn({ ...body, principal }).turnId;
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return streamTurnEvents(streamDeps, turnId, 0, release);
   });
 
   api.openapi(historyRoute, (context) => {
@@ -110,19 +152,19 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const turns = manager
       .getActiveTurnDetails()
       .filter((turn) => canAccess(principal, manager.get(turn.turnId)?.principal ?? null));
-    const zombies = manager.getZombies().filter((zombie) => ownsTurn(principal, zombie.turnId));
+    const zombies = manager.getZombies().filter((zombie) => ownTurn(principal, zombie.turnId) !== undefined);
     return context.json({ turns, zombies }, 200);
   });
 
   api.openapi(abortTurnRoute, (context) => {
     const { id } = context.req.valid("param");
-    if (!ownsTurn(context.get("principal"), id) || !manager.abortTurn(id, "user")) throw turnNotFound();
+    if (!ownTurn(context.get("principal"), id) || !manager.abortTurn(id, "user")) throw turnNotFound();
     return context.json({ ok: true as const, turnId: id }, 200);
   });
 
   api.openapi(abortToolRoute, (context) => {
     const { id, toolId } = context.req.valid("param");
-    if (!ownsTurn(context.get("principal"), id) || !manager.abortTool(id, toolId)) {
+    if (!ownTurn(context.get("principal"), id) || !manager.abortTool(id, toolId)) {
       throw new HttpError(
         404,
         "tool_not_found",
@@ -135,7 +177,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   api.openapi(continueRoute, (context) => {
     const { id } = context.req.valid("param");
     const { pauseId } = context.req.valid("json");
-    if (!ownsTurn(context.get("principal"), id) || !manager.continueTurn(id, pauseId)) {
+    if (!ownTurn(context.get("principal"), id) || !manager.continueTurn(id, pauseId)) {
       throw new HttpError(
         404,
         "pause_not_found",
@@ -149,17 +191,16 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const { id } = context.req.valid("param");
     const query = context.req.valid("query");
     const headers = context.req.valid("header");
-    if (!ownsTurn(context.get("principal"), id))
-      throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
-    return streamTurnEvents(streamDeps, id, headers["last-event-id"] ?? query.lastEventId ?? 0);
+    const principal = context.get("principal");
+    if (!ownTurn(principal, id)) throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
+    const release = acquireStream(principal);
+    return streamTurnEvents(streamDeps, id, headers["last-event-id"] ?? query.lastEventId ?? 0, release);
   });
 
   api.openapi(traceRoute, (context) => {
     const { id } = context.req.valid("param");
-    const turn = store.getTurn(id);
-    if (!turn || !ownsTurn(context.get("principal"), id)) {
-      throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
-    }
+    const turn = ownTurn(context.get("principal"), id);
+    if (!turn) throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
     return context.json({ turnId: id, status: turn.status, entries: store.listTrace(id) }, 200);
   });
 

@@ -1,7 +1,8 @@
 /**
  * The SSE writer: a `text/event-stream` Response whose events are written as `id`, `event`, `data`
  * lines, with a `ping` after every `pingIntervalMs` of silence (re-armed on each write, so an active
- * stream sends none). `onClose` runs once, whether we end the stream or the client goes away.
+ * stream sends none). `onClose` runs once, whether we end the stream, the client goes away, or
+ * `open` throws (then no stream is returned).
  */
 import type { TurnEvent } from "../events.js";
 
@@ -75,7 +76,13 @@ export function sseResponse(options: SseOptions): Response {
     start(controller) {
       controllerRef = controller;
       armPing();
-      options.open(writer);
+      try {
+        options.open(writer);
+      } catch (error) {
+        // no stream after all: the ping timer and whatever `onClose` releases must not outlive it
+        end();
+        throw error;
+      }
     },
     cancel() {
       end();

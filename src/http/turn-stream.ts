@@ -1,6 +1,8 @@
 /**
  * Streams a turn's events over SSE: the persisted events after `afterSeq`, then the live tail until the
  * terminal event. A turn that has already ended is replayed from its event log and the stream closes.
+ * The caller's `onClose` (the stream's place in the per-principal limit) runs exactly once: when the
+ * stream ends however it ends, or at once when no stream is opened.
  */
 import { isTerminalEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
@@ -11,16 +13,25 @@ import { sseResponse } from "./sse.js";
 export type TurnStreamDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
 
 /** Returns an SSE response for `turnId`; a 404 HttpError when no such turn exists. */
-export function streamTurnEvents(deps: TurnStreamDeps, turnId: string, afterSeq: number): Response {
+export function streamTurnEvents(
+  deps: TurnStreamDeps,
+  turnId: string,
+  afterSeq: number,
+  onClose: () => void = () => {},
+): Response {
   const active = deps.manager.get(turnId);
   if (!active && !deps.store.getTurn(turnId)) {
+    onClose();
     throw new HttpError(404, "turn_not_found", `Turn not found: ${turnId}`);
   }
 
   let dispose = () => {};
   return sseResponse({
     pingIntervalMs: deps.pingIntervalMs,
-    onClose: () => dispose(),
+    onClose: () => {
+      dispose();
+      onClose();
+    },
     open: (writer) => {
       if (!active || active.finished) {
         for (const event of deps.store.listEvents(turnId, afterSeq)) writer.send(event);

@@ -1,11 +1,45 @@
 /**
- * Validation failures as 4xx errors that say which field is wrong and why: the hook every declared
- * route uses, and `parseWith` for values validated by hand.
+ * Validation failures as 4xx errors that say which field is wrong and why: the nesting-depth gate in
+ * front of every JSON body, the hook every declared route uses, and `parseWith` for values validated
+ * by hand.
  */
+import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
+import { jsonDepthExceeds } from "../json-depth.js";
 import { HttpError } from "./http-error.js";
 
 const WHERE: Record<string, string> = { json: "body", param: "params", query: "query", header: "headers" };
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/**
+ * Refuses a JSON body nested deeper than `maxDepth` (400 `invalid_input`) before validation or any
+ * handler walks it. The body is parsed once here (`JSON.parse` itself is not recursive) and the depth
+ * measured without recursion; a body that is not JSON is left to the validator's own 400.
+ */
+export function jsonDepthGuard(maxDepth: number): MiddlewareHandler {
+  return async (context, next) => {
+    const mediaType = (context.req.header("content-type") ?? "").split(";")[0]?.trim() ?? "";
+    if (context.req.method === "GET" || context.req.method === "HEAD" || !JSON_MEDIA_TYPE.test(mediaType)) {
+      return next();
+    }
+    let body: unknown;
+    try {
+      body = await context.req.json();
+    } catch {
+      return next();
+    }
+    if (jsonDepthExceeds(body, maxDepth)) {
+      throw new HttpError(
+        400,
+        "invalid_input",
+        `Invalid input: the JSON body is nested deeper than ${maxDepth} levels (the limit for arrays and objects)`,
+        { limit: maxDepth },
+      );
+    }
+    return next();
+  };
+}
 
 /** The @hono/zod-openapi hook: a failed validation becomes a 400 naming each field. */
 export function validationHook(result: { success: boolean; target?: string; error?: z.ZodError }): void {

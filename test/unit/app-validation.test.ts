@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load.js";
 import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
+import type { HistoryStore } from "../../src/history/store.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 
 const BODY_LIMIT_BYTES = 512;
@@ -44,6 +45,9 @@ const startTurn = (body: unknown, headers: Record<string, string> = json) => ({
   headers,
   body: typeof body === "string" ? body : JSON.stringify(body),
 });
+
+/** A JSON value of `depth` nested arrays. */
+const nestedArrays = (depth: number): string => "[".repeat(depth) + "]".repeat(depth);
 
 const cases: Case[] = [
   {
@@ -126,6 +130,31 @@ const cases: Case[] = [
     mentions: String(BODY_LIMIT_BYTES),
   },
   {
+    // the body object is level 1: 64 arrays inside it make 65
+    name: "JSON nested 65 levels deep",
+    ...startTurn(`{"message":"hi","sessionId":${nestedArrays(64)}}`),
+    status: 400,
+    code: "invalid_input",
+    mentions: "deeper than 64 levels",
+  },
+  {
+    name: "JSON nested 64 levels deep (within the limit: the schema answers)",
+    ...startTurn(`{"message":"hi","sessionId":${nestedArrays(63)}}`),
+    status: 400,
+    code: "invalid_request",
+    mentions: "body.sessionId",
+  },
+  {
+    name: "JSON nested 65 levels deep on continue",
+    method: "POST",
+    path: "/api/turns/turn_1/continue",
+    headers: json,
+    body: `{"pauseId":${nestedArrays(64)}}`,
+    status: 400,
+    code: "invalid_input",
+    mentions: "64",
+  },
+  {
     name: "bad Last-Event-ID",
     path: "/api/turns/turn_1/events",
     headers: { "Last-Event-ID": "abc" },
@@ -205,6 +234,16 @@ describe("HTTP client errors", () => {
     // a rejected request starts nothing
     expect(runtime.manager.activeCount()).toBe(0);
     expect(runtime.store.listTurns()).toEqual([]);
+  });
+
+  it("closes the connection with a 413", async () => {
+    const response = await app.request(
+      "/api/sessions/stream",
+      startTurnInit({ message: "x".repeat(BODY_LIMIT_BYTES) }),
+    );
+    expect(response.status).toBe(413);
+    expect(response.headers.get("connection")).toBe("close");
+    expect(await response.json()).toMatchObject({ code: "body_too_large", limit: BODY_LIMIT_BYTES });
   });
 
   it("answers an abort of an unknown turn with exactly the documented message", async () => {
@@ -292,5 +331,108 @@ describe("health endpoints", () => {
     expect(body).toMatchObject({ code: "db_unreachable" });
     expect(typeof body.error).toBe("string");
     expect((await app.request("/healthz")).status).toBe(200);
+  });
+});
+
+describe("framing", () => {
+  it("serves the page with its own policy plus frame-ancestors 'none' and X-Frame-Options DENY", async () => {
+    const page = await app.request("/");
+    expect(page.status).toBe(200);
+    const policy = page.headers.get("content-security-policy") ?? "";
+    expect(policy).toContain("default-src 'self'");
+    expect(policy).toContain("connect-src 'self'");
+    expect(policy.split(";").map((directive) => directive.trim())).toContain("frame-ancestors 'none'");
+    expect(page.headers.get("x-frame-options")).toBe("DENY");
+  });
+
+  it.each(["/api/turns/active", "/healthz", "/openapi.json", "/nothing/here"])(
+    "forbids framing %s as well",
+    async (path) => {
+      const response = await app.request(path);
+      expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      expect(response.headers.get("x-frame-options")).toBe("DENY");
+    },
+  );
+});
+
+describe("turn routes of someone else's turn and of an unknown turn", () => {
+  const ALICE = { Authorization: "Bearer alice-token-1234" };
+  const BOB = { Authorization: "Bearer bob-token-5678" };
+  let storeCalls: string[] = [];
+  let authRuntime: Runtime;
+  let authApp: ReturnType<typeof buildApp>;
+
+  beforeEach(() => {
+    const { config } = parseConfig({
+      logLevel: "silent",
+      auth: {
+        tokens: [
+          { principal: "alice", token: "alice-token-1234" },
+          { principal: "bob", token: "bob-token-5678" },
+        ],
+      },
+    });
+    const store = createMemoryHistoryStore();
+    // every store method the server calls, by name, in order
+    const recording = new Proxy(store, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          storeCalls.push(String(property));
+          return (value as (...parameters: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) satisfies HistoryStore;
+    authRuntime = createRuntime(config, { store: recording, logger: pino({ level: "silent" }) });
+    authApp = buildApp(authRuntime);
+  });
+  afterEach(async () => {
+    await authRuntime.manager.abortAll("shutdown", 1_000);
+    authRuntime.store.close();
+  });
+
+  const routes = (turnId: string) => [
+    { method: "POST", path: `/api/turns/${turnId}/abort` },
+    { method: "POST", path: `/api/turns/${turnId}/tools/call_1/abort` },
+    { method: "POST", path: `/api/turns/${turnId}/continue`, body: '{"pauseId":"pause_1"}' },
+    { method: "GET", path: `/api/turns/${turnId}/events` },
+    { method: "GET", path: `/api/turns/${turnId}/trace` },
+  ];
+
+  it("answers the same and looks up the same things for both", async () => {
+    const started = await authApp.request("/api/sessions/stream", {
+      method: "POST",
+      headers: { ...json, ...ALICE },
+      body: JSON.stringify({ message: "hi" }),
+    });
+    await started.text();
+    const [aliceTurn] = authRuntime.store.listTurns();
+    const aliceTurnId = aliceTurn?.id ?? "";
+    const unknownTurnId = "turn_unknown";
+
+    const bobAsks = async (route: { method: string; path: string; body?: string }) => {
+      storeCalls = [];
+      const response = await authApp.request(route.path, {
+        method: route.method,
+        headers: { ...json, ...BOB },
+        body: route.body,
+      });
+      return { status: response.status, body: await response.text(), lookups: storeCalls };
+    };
+    for (const [index, route] of routes(aliceTurnId).entries()) {
+      const theirs = await bobAsks(route);
+      const unknown = await bobAsks(routes(unknownTurnId)[index] ?? route);
+      expect(theirs.status, route.path).toBe(404);
+      expect(unknown.status, route.path).toBe(404);
+      expect(theirs.body.replaceAll(aliceTurnId, "<id>"), route.path).toBe(
+        unknown.body.replaceAll(unknownTurnId, "<id>"),
+      );
+      expect(theirs.lookups, route.path).toEqual(unknown.lookups);
+      expect(theirs.lookups, route.path).toEqual(expect.arrayContaining(["getTurn", "getSession"]));
+    }
+    // and alice does see her turn
+    const trace = await authApp.request(`/api/turns/${aliceTurnId}/trace`, { headers: ALICE });
+    expect(trace.status).toBe(200);
   });
 });
