@@ -20,6 +20,15 @@ ENV NODE_ENV=production \
     DATA_DIR=/data \
     CONFIG_FILE=/app/config/default.json
 WORKDIR /app
+# bubblewrap: `exec` runs each command in its own sandbox (EXEC_ISOLATION=bwrap, the default). Docker's
+# defaults refuse what it needs: user namespaces (seccomp), a fresh /proc (masked paths) and mounts
+# (AppArmor). A server with SYSTEM_TOOLS=exec therefore needs
+#   docker run --security-opt seccomp=unconfined --security-opt systempaths=unconfined \
+#     --security-opt apparmor=unconfined …
+# (or profiles allowing exactly those), else it refuses to start and says so; -e EXEC_ISOLATION=none
+# opts out of the sandbox instead (commands then see everything the server can).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./

@@ -36,6 +36,11 @@ function start(): void {
   try {
     runtime = createRuntime(config, { logger, processMetrics: true });
   } catch (error) {
+    // e.g. SYSTEM_TOOLS enables exec and its sandbox (bubblewrap) cannot run on this machine
+    if (error instanceof ConfigError) {
+      process.stderr.write(`reins: ${error.message}\n`);
+      process.exit(1);
+    }
     if ((error as { code?: string }).code === "SQLITE_BUSY") {
       process.stderr.write(`reins: the database in ${config.dataDir} is in use by another reins process\n`);
       process.exit(1);

@@ -117,6 +117,9 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       enabled: system.enabled,
       execKillGraceMs: system.execKillGraceMs,
       maxOutputBytes: system.maxOutputBytes,
+      execIsolation: system.execIsolation,
+      // a command must not see the database, even when DATA_DIR lies inside an allowed root
+      privatePaths: [resolve(config.dataDir)],
       processGroups,
       webFetchAllow: system.webFetchAllow,
     }),

@@ -110,7 +110,9 @@ describe("systemTools", () => {
 });
 
 describe("exec", () => {
-  const exec = createExecTool({ execKillGraceMs: 200, maxOutputBytes: 1_000 });
+  // Its own process group, no sandbox: these cases watch the group through host pids (`$$`) and pid
+  // files outside the root, which a sandbox hides. The sandboxed tool: test/unit/exec-sandbox.test.ts.
+  const exec = createExecTool({ execKillGraceMs: 200, maxOutputBytes: 1_000, execIsolation: "none" });
   const run = (command: string, patch: Partial<ToolContext> = {}, cwd?: string) => {
     const made = makeContext({ allowedRoots: [root], ...patch });
     return { ...made, result: exec.execute({ command, cwd }, made.context) };

@@ -1,46 +1,29 @@
 /**
- * `exec {command, cwd?}`: runs `/bin/sh -c command` in its own process group, in a directory inside
- * the allowed roots, and returns the exit status with capped stdout and stderr (DESIGN.md §5.2).
+ * `exec {command, cwd?}`: runs `/bin/sh -c command` in a directory inside the allowed roots and
+ * returns the exit status with capped stdout and stderr (DESIGN.md §5.2, §10).
  *
- * Nothing of the group outlives the call: when the signal aborts (timeout, cancel, turn end) the
- * group gets SIGTERM, then SIGKILL after `execKillGraceMs` unless it is already gone, and the call
- * settles only once the leader has exited. A command that exits leaving background processes behind
- * has them stopped the same way before its result is returned.
+ * By default (`execIsolation: "bwrap"`) each call runs in its own bubblewrap sandbox (sandbox.ts): it
+ * sees the allowed roots but not the server's environment, memory, database or other files, and has
+ * no network. With `"none"` it runs in its own process group with the server's view of the system.
+ *
+ * Nothing of a call outlives it: when the signal aborts (timeout, cancel, turn end) the command gets
+ * SIGTERM, then SIGKILL after `execKillGraceMs` unless it is already gone, and the call settles only
+ * once it has exited. Background processes a finished command leaves behind are stopped before its
+ * result is returned (in the sandbox they die with it, `setsid` and double forks included).
  */
-import { spawn } from "node:child_process";
-import type { ProcessGroups } from "./process-groups.js";
 import { once } from "node:events";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { realpath, stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
-import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 import { PermanentToolError, ToolError } from "../resilience/tool-error.js";
 import type { ToolContext, ToolDefinition } from "../types.js";
+import { startInProcessGroup, startInSandbox, type CommandProcess } from "./command-process.js";
 import { confinePath, errorCodeOf, messageOf, resolveConfinement } from "./paths.js";
+import type { ProcessGroups } from "./process-groups.js";
+import { prepareBwrapSandbox, type ExecIsolation, type SandboxOptions } from "./sandbox.js";
 
-/** How often a stopping group is checked for survivors. */
-const GROUP_POLL_MS = 20;
-/** How long to wait for the group to vanish after SIGKILL (it cannot refuse; this bounds a stuck kernel). */
-const AFTER_KILL_WAIT_MS = 2_000;
 /** How long to wait for stdout/stderr to close once the group is gone (a `setsid` escapee may hold them). */
 const STDIO_DRAIN_MS = 1_000;
-
-/**
- * What the command inherits. Not the server's whole environment: it holds provider keys and tokens
- * that a command run on a model's behalf must not be able to print.
- */
-const INHERITED_ENVIRONMENT = [
-  "PATH",
-  "HOME",
-  "USER",
-  "LOGNAME",
-  "SHELL",
-  "LANG",
-  "LANGUAGE",
-  "TERM",
-  "TZ",
-  "TMPDIR",
-];
 
 const input = z.strictObject({
   command: z.string().min(1),
@@ -51,16 +34,32 @@ export type ExecInput = z.infer<typeof input>;
 export type ExecSettings = {
   execKillGraceMs: number;
   maxOutputBytes: number;
+  /**
+   * `bwrap` (the default): every call in a bubblewrap sandbox; building the tool fails with a
+   * SandboxUnavailableError when bwrap cannot run here. `none`: an own process group, no isolation.
+   */
+  execIsolation?: ExecIsolation;
+  /** Paths a command must never see, masked even inside an allowed root: the server's DATA_DIR. */
+  privatePaths?: readonly string[];
+  /** Where bwrap is and how its start-up probe runs (tests and embedders inject these). */
+  sandbox?: SandboxOptions;
   /** Where live process groups are tracked, so shutdown can wait for and kill them. */
   processGroups?: ProcessGroups;
 };
 
-/** Builds `exec` with the given kill grace and output cap. */
+/**
+ * Builds `exec` with the given kill grace, output cap and isolation. With bwrap isolation this
+ * probes bwrap once, synchronously, and throws SandboxUnavailableError if it cannot run.
+ */
 export function createExecTool(settings: ExecSettings): ToolDefinition<ExecInput> {
+  const sandbox = settings.execIsolation === "none" ? undefined : prepareBwrapSandbox(settings.sandbox);
   return {
     name: "exec",
     description:
-      "Runs a shell command (/bin/sh -c) in the workspace or `cwd` (inside the allowed roots). Returns the exit code, stdout and stderr.",
+      "Runs a shell command (/bin/sh -c) in the workspace or `cwd` (inside the allowed roots). Returns the exit code, stdout and stderr." +
+      (sandbox === undefined
+        ? ""
+        : " It runs in a sandbox: only the allowed roots, /usr and /tmp (empty, discarded after the call) are there, and there is no network."),
     inputSchema: input,
     // "parallel", not "exclusive": each call is its own process group with its own pipes, confined and
     // killed on abort independently, so serialising would only let one slow command hold back every
@@ -75,62 +74,63 @@ export function createExecTool(settings: ExecSettings): ToolDefinition<ExecInput
           errorCode: "ENOTDIR",
         });
       }
+      const privatePaths = sandbox === undefined ? [] : await existingRealPaths(settings.privatePaths ?? []);
       context.signal.throwIfAborted();
-      return runCommand(command, directory, settings, context);
+      const started =
+        sandbox === undefined
+          ? startInProcessGroup(command, directory)
+          : startInSandbox(sandbox, {
+              roots: confinement.roots,
+              workingDirectory: directory,
+              privatePaths,
+              command,
+            });
+      return runCommand(started, settings, context);
     },
   };
 }
 
+/** The real paths of those of `paths` that exist (one that does not exist has nothing to hide). */
+async function existingRealPaths(paths: readonly string[]): Promise<string[]> {
+  const real = await Promise.all(paths.map((entry) => realpath(entry).catch(() => undefined)));
+  return real.filter((entry): entry is string => entry !== undefined);
+}
+
 async function runCommand(
-  command: string,
-  cwd: string,
+  started: CommandProcess,
   settings: ExecSettings,
   context: ToolContext,
 ): Promise<string> {
   const stdout = new CappedOutput("stdout", settings.maxOutputBytes);
   const stderr = new CappedOutput("stderr", settings.maxOutputBytes);
-  // detached: the shell becomes a session and process-group leader, so the whole tree can be signalled.
-  const child = spawn("/bin/sh", ["-c", command], {
-    cwd,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: inheritedEnvironment(),
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
+  const { child, groupId } = started;
   const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   const onOutput = (output: CappedOutput) => (chunk: Buffer) => {
     output.push(chunk);
     context.heartbeat(`exec: ${stdout.totalBytes} bytes of stdout, ${stderr.totalBytes} bytes of stderr`);
   };
-  child.stdout.on("data", onOutput(stdout));
-  child.stderr.on("data", onOutput(stderr));
+  started.stdout.on("data", onOutput(stdout));
+  started.stderr.on("data", onOutput(stderr));
 
-  const groupId = child.pid;
   if (groupId !== undefined) settings.processGroups?.add(groupId);
   let stopping: Promise<void> | undefined;
-  const stopGroup = (): Promise<void> =>
-    (stopping ??=
-      groupId === undefined ? Promise.resolve() : stopProcessGroup(groupId, settings.execKillGraceMs));
+  const stop = (): Promise<void> => (stopping ??= started.stop(settings.execKillGraceMs));
   // Handled here so a failure to signal is not an unhandled rejection; it surfaces when awaited below.
-  const onAbort = () => void stopGroup().catch(() => {});
+  const onAbort = () => void stop().catch(() => {});
   context.signal.addEventListener("abort", onAbort, { once: true });
   let drainTimer: NodeJS.Timeout | undefined;
   try {
     try {
       await once(child, "spawn");
     } catch (error) {
-      throw new ToolError(`exec could not start /bin/sh: ${messageOf(error)}`, {
+      throw new ToolError(`exec could not start ${child.spawnfile}: ${messageOf(error)}`, {
         errorCode: errorCodeOf(error),
         cause: error,
       });
     }
-    const exit = await exited;
-    // The leader is gone; whatever it left running in its group is stopped before the call settles.
-    if (stopping === undefined && groupId !== undefined && (await groupHasLiveMembers(groupId))) {
-      await stopGroup();
-    }
+    const exit = await started.exited;
+    // The leader is gone; whatever it left running is stopped before the call settles.
+    if (stopping === undefined && (await started.hasSurvivors())) await stop();
     await stopping;
     await Promise.race([
       closed,
@@ -146,17 +146,10 @@ async function runCommand(
     // the group is gone (exited, or stopped above); an abort that lands later is handled by onAbort's stop
     if (groupId !== undefined && stopping === undefined) settings.processGroups?.delete(groupId);
     else if (groupId !== undefined) void stopping?.finally(() => settings.processGroups?.delete(groupId));
-    child.stdout.destroy();
-    child.stderr.destroy();
+    started.stdout.destroy();
+    started.stderr.destroy();
+    started.release();
   }
-}
-
-function inheritedEnvironment(): NodeJS.ProcessEnv {
-  const environment: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (INHERITED_ENVIRONMENT.includes(name) || name.startsWith("LC_")) environment[name] = value;
-  }
-  return environment;
 }
 
 /** One output stream, kept up to `capBytes` and counted in full. */
@@ -187,65 +180,4 @@ class CappedOutput {
     if (omitted === 0) return text;
     return `${text}\n[truncated: ${omitted} more bytes of ${this.name} not shown (limit ${this.capBytes} bytes)]`;
   }
-}
-
-/**
- * SIGTERM to the group, SIGKILL after `graceMs` unless every member is gone by then; resolves when
- * the group is gone (or, after SIGKILL, after a bounded wait).
- */
-async function stopProcessGroup(groupId: number, graceMs: number): Promise<void> {
-  signalGroup(groupId, "SIGTERM");
-  if (await waitUntilGroupGone(groupId, graceMs)) return;
-  signalGroup(groupId, "SIGKILL");
-  await waitUntilGroupGone(groupId, AFTER_KILL_WAIT_MS);
-}
-
-function signalGroup(groupId: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-groupId, signal);
-  } catch (error) {
-    if (errorCodeOf(error) !== "ESRCH") throw error;
-  }
-}
-
-async function waitUntilGroupGone(groupId: number, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    if (!(await groupHasLiveMembers(groupId))) return true;
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) return false;
-    await delay(Math.min(GROUP_POLL_MS, remaining));
-  }
-}
-
-/**
- * Whether any process of the group is still running. `kill(-pgid, 0)` also answers for zombies, and
- * orphans stay zombies forever under an init that does not reap (a bare container), so on Linux a
- * positive answer is checked against /proc, counting only members that are not zombies.
- */
-async function groupHasLiveMembers(groupId: number): Promise<boolean> {
-  try {
-    process.kill(-groupId, 0);
-  } catch (error) {
-    const code = errorCodeOf(error);
-    if (code === "ESRCH") return false;
-    if (code !== "EPERM") throw error;
-  }
-  if (process.platform !== "linux") return true;
-  const entries = await readdir("/proc").catch(() => undefined);
-  if (entries === undefined) return true;
-  const states = await Promise.all(
-    entries.filter((entry) => /^\d+$/.test(entry)).map((pid) => processGroupState(pid)),
-  );
-  return states.some((state) => state !== undefined && state.groupId === groupId && state.state !== "Z");
-}
-
-/** State and process group of one process from `/proc/<pid>/stat` (`pid (comm) state ppid pgrp …`). */
-async function processGroupState(pid: string): Promise<{ state: string; groupId: number } | undefined> {
-  const line = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
-  if (line === undefined) return undefined;
-  // comm may contain spaces and parentheses; the fields after its closing parenthesis do not.
-  const fields = line.slice(line.lastIndexOf(")") + 2).split(" ");
-  const [state, , groupId] = fields;
-  return state === undefined || groupId === undefined ? undefined : { state, groupId: Number(groupId) };
 }

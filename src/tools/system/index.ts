@@ -5,6 +5,7 @@
  */
 import type { ToolDefinition } from "../types.js";
 import type { ProcessGroups } from "./process-groups.js";
+import type { ExecIsolation, SandboxOptions } from "./sandbox.js";
 import { createExecTool } from "./exec.js";
 import { createReadFileTool } from "./read-file.js";
 import { createWebFetchTool } from "./web-fetch.js";
@@ -19,6 +20,13 @@ export {
 } from "./web-fetch.js";
 export { AddressPolicy, restrictedRangeOf } from "./address-policy.js";
 export { ProcessGroups } from "./process-groups.js";
+export {
+  SandboxUnavailableError,
+  type ExecIsolation,
+  type SandboxOptions,
+  type SandboxProbe,
+  type SandboxProbeResult,
+} from "./sandbox.js";
 export { confinePath, isInside, resolveConfinement, type Confinement } from "./paths.js";
 
 export type SystemToolName = "exec" | "read_file" | "web_fetch";
@@ -27,6 +35,12 @@ export type SystemToolSettings = {
   enabled: readonly SystemToolName[];
   execKillGraceMs: number;
   maxOutputBytes: number;
+  /** How `exec` is isolated (`bwrap` unless given); see ExecSettings. */
+  execIsolation?: ExecIsolation;
+  /** Paths `exec` must never see, even inside an allowed root (the server's DATA_DIR). */
+  privatePaths?: readonly string[];
+  /** Where bwrap is and how its start-up probe runs. */
+  sandbox?: SandboxOptions;
   processGroups?: ProcessGroups;
   /** Destinations `web_fetch` may reach although not public (hosts, IPs, CIDR ranges). */
   webFetchAllow?: readonly string[];
