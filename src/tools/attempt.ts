@@ -14,6 +14,7 @@ import {
   timeoutResult,
   TOOL_CANCELLED_RESULT,
 } from "./results.js";
+import { cutLink, linkedContext, startTool, type ToolLink } from "./tool-link.js";
 import type {
   ToolCallHooks,
   ToolCallRequest,
@@ -74,14 +75,12 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
   return new Promise<AttemptResult>((resolve) => {
     const controller = new AbortController();
     let settled = false;
-    let toolRunning = false;
+    /** Once the tool is started: cuts its link when the attempt ends without it. */
+    let cutOnSettle = () => {};
     let lastMessage: string | null = null;
     let totalTimer: NodeJS.Timeout | undefined;
     let idleTimer: NodeJS.Timeout | undefined;
     let progressTimer: NodeJS.Timeout | undefined;
-
-    let zombieTimer: NodeJS.Timeout | undefined;
-    let zombie = false;
 
     /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
     const settle = (result: AttemptResult, fromTool = false) => {
@@ -92,16 +91,9 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       clearTimeout(progressTimer);
       scope.signal.removeEventListener("abort", onCancel);
       callSignal?.removeEventListener("abort", onCancel);
-      if (toolRunning && !fromTool) {
-        // A cooperative tool settles right after its signal aborts; one still running after the
-        // grace period ignored it and is tracked as a zombie until it settles (DESIGN.md §5.2).
-        zombieTimer = setTimeout(() => {
-          zombie = true;
-          record({ kind: "zombie", state: "started" });
-          hooks.onZombie?.(call, "started");
-        }, ZOMBIE_GRACE_MS);
-        zombieTimer.unref();
-      }
+      // A cooperative tool settles right after its signal aborts; one still running after the grace
+      // period ignored it and is tracked as a zombie until it settles (DESIGN.md §5.2).
+      if (!fromTool) cutOnSettle();
       resolve(result);
     };
     const expire = (kind: "total" | "idle", limitMs: number) => {
@@ -147,54 +139,64 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
     armIdle();
     reportProgress(options.progressAfterMs);
 
-    const context: ToolContext = {
-      turnId: scope.turnId,
-      sessionId: scope.sessionId,
-      agentId: scope.agentId,
-      callId: call.callId,
-      toolName: call.name,
-      workspace: scope.workspace,
-      allowedRoots: scope.allowedRoots,
-      depth: scope.depth,
-      signal: controller.signal,
+    const link: ToolLink = {
+      running: false,
+      zombie: false,
       services: scope.services,
       heartbeat: (message?: string) => {
         if (settled) return;
         if (message !== undefined) lastMessage = message;
         armIdle();
       },
+      onValue: (value) =>
+        settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }, true),
+      onError: (error) =>
+        settle(
+          {
+            status: "error",
+            isError: true,
+            result: errorResult(call.name, errorMessage(error) ?? String(error)),
+            error,
+          },
+          true,
+        ),
     };
-    // Deferred to a microtask so a tool that throws synchronously is handled like one that rejects;
-    // a call cancelled in the tick it started never reaches the tool.
-    Promise.resolve()
-      .then(() => {
-        if (settled) return undefined;
-        toolRunning = true;
-        return tool.execute(run.input, context);
-      })
-      .then(
-        (value) => settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }, true),
-        (error: unknown) =>
-          settle(
-            {
-              status: "error",
-              isError: true,
-              result: errorResult(call.name, errorMessage(error) ?? String(error)),
-              error,
-            },
-            true,
-          ),
-      )
-      .finally(() => {
-        toolRunning = false;
-        clearTimeout(zombieTimer);
-        // A zombie has settled at last; its late result was dropped above (the attempt had ended).
-        if (zombie) {
-          record({ kind: "zombie", state: "settled" });
-          hooks.onZombie?.(call, "settled");
-        }
-      });
+    cutOnSettle = () =>
+      cutLink(
+        link,
+        ZOMBIE_GRACE_MS,
+        zombieBookkeeping(options.recorder, scope.turnId, call.callId, call.name, hooks),
+      );
+    const context = linkedContext(
+      {
+        turnId: scope.turnId,
+        sessionId: scope.sessionId,
+        agentId: scope.agentId,
+        callId: call.callId,
+        toolName: call.name,
+        workspace: scope.workspace,
+        allowedRoots: scope.allowedRoots,
+        depth: scope.depth,
+        signal: controller.signal,
+      },
+      link,
+    );
+    startTool(tool, run.input, context, link, () => !settled);
   });
+}
+
+/** A zombie's decisions and hook calls, made from its ids alone (never from its call or turn). */
+function zombieBookkeeping(
+  recorder: DecisionRecorder,
+  turnId: string,
+  callId: string,
+  toolName: string,
+  hooks: ToolCallHooks,
+): (state: "started" | "settled") => void {
+  return (state) => {
+    recorder.record(turnId, { kind: "zombie", state, callId, toolName });
+    hooks.onZombie?.({ callId, name: toolName }, state);
+  };
 }
 
 /** The result of a call cancelled by its turn (the reason's wording) or by itself alone. */

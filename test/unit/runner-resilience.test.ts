@@ -844,7 +844,8 @@ describe("zombies", () => {
     expect(onZombie).not.toHaveBeenCalled();
     expect(kinds(decisions)).not.toContain("zombie");
     await vi.advanceTimersByTimeAsync(1);
-    expect(onZombie.mock.calls).toEqual([[request, "started"]]);
+    const ids = { callId: request.callId, name: request.name };
+    expect(onZombie.mock.calls).toEqual([[ids, "started"]]);
     expect(decisions.at(-1)).toEqual({
       kind: "zombie",
       state: "started",
@@ -857,8 +858,8 @@ describe("zombies", () => {
     expect(onZombie).toHaveBeenCalledTimes(1);
     await vi.advanceTimersByTimeAsync(1);
     expect(onZombie.mock.calls).toEqual([
-      [request, "started"],
-      [request, "settled"],
+      [ids, "started"],
+      [ids, "settled"],
     ]);
     expect(decisions.at(-1)).toEqual({
       kind: "zombie",
@@ -892,9 +893,12 @@ describe("zombies", () => {
     await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS - 1);
     expect(onZombie).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(1);
-    expect(onZombie).toHaveBeenCalledExactlyOnceWith(request, "started");
+    expect(onZombie).toHaveBeenCalledExactlyOnceWith(
+      { callId: request.callId, name: request.name },
+      "started",
+    );
     await vi.advanceTimersByTimeAsync(5000 - 1500);
-    expect(onZombie).toHaveBeenLastCalledWith(request, "settled");
+    expect(onZombie).toHaveBeenLastCalledWith({ callId: request.callId, name: request.name }, "settled");
     expect(running.outcome?.result).toBe(TOOL_CANCELLED_RESULT);
     expect(vi.getTimerCount()).toBe(0);
   });

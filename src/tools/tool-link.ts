@@ -1,0 +1,92 @@
+/**
+ * The only thread between a running tool and the attempt that started it (DESIGN.md §10). A tool
+ * that ignores its signal may never settle, and whatever its pending promise and its context can
+ * reach stays in memory as long as it runs. So the tool's context and the handlers on its promise
+ * reach the attempt only through a `ToolLink`, and when the attempt ends without the tool the link is
+ * cut: the zombie keeps the link and a few strings, not the call's input, the turn or its buffers.
+ *
+ * The functions here are outside the attempt on purpose: a closure keeps its whole enclosing scope
+ * alive, and these must keep nothing but the link.
+ */
+import type { ToolContext, ToolDefinition, ToolServices } from "./types.js";
+
+export type ToolLink = {
+  onValue?: (value: unknown) => void;
+  onError?: (error: unknown) => void;
+  heartbeat?: (message?: string) => void;
+  services?: ToolServices;
+  /** The tool has been started and has not settled yet. */
+  running: boolean;
+  /** Counted as a zombie (still running a grace period after its call closed). */
+  zombie: boolean;
+  zombieTimer?: NodeJS.Timeout;
+  /** A zombie's bookkeeping when it settles at last. */
+  onZombieSettled?: () => void;
+};
+
+/** The facts a context carries besides the link's live parts. */
+export type ContextFacts = Omit<ToolContext, "heartbeat" | "services">;
+
+/** A tool's context whose heartbeat and services go through the link (and go quiet once it is cut). */
+export function linkedContext(facts: ContextFacts, link: ToolLink): ToolContext {
+  return {
+    ...facts,
+    get services() {
+      return link.services;
+    },
+    heartbeat: (message?: string) => link.heartbeat?.(message),
+  };
+}
+
+/**
+ * Starts the tool in a microtask (a tool that throws synchronously is handled like one that rejects)
+ * unless `shouldStart` says no by then; its outcome reaches the attempt through the link.
+ */
+export function startTool(
+  tool: ToolDefinition,
+  input: unknown,
+  context: ToolContext,
+  link: ToolLink,
+  shouldStart: () => boolean,
+): void {
+  Promise.resolve()
+    .then(() => {
+      if (!shouldStart()) return undefined;
+      link.running = true;
+      return tool.execute(input, context);
+    })
+    .then(
+      (value) => link.onValue?.(value),
+      (error: unknown) => link.onError?.(error),
+    )
+    .finally(() => {
+      link.running = false;
+      clearTimeout(link.zombieTimer);
+      if (link.zombie) link.onZombieSettled?.();
+    });
+}
+
+/**
+ * Cuts the link of a tool that runs on after its call ended: nothing of the attempt stays reachable.
+ * If it still runs after `graceMs`, `onZombie("started")` is told, and `onZombie("settled")` when it
+ * settles at last.
+ */
+export function cutLink(
+  link: ToolLink,
+  graceMs: number,
+  onZombie: (state: "started" | "settled") => void,
+): void {
+  link.onValue = undefined;
+  link.onError = undefined;
+  link.heartbeat = undefined;
+  link.services = undefined;
+  if (!link.running) return;
+  link.onZombieSettled = () => onZombie("settled");
+  link.zombieTimer = setTimeout(() => markZombie(link, onZombie), graceMs);
+  link.zombieTimer.unref();
+}
+
+function markZombie(link: ToolLink, onZombie: (state: "started" | "settled") => void): void {
+  link.zombie = true;
+  onZombie("started");
+}
