@@ -49,12 +49,26 @@ export function startTool(
   link: ToolLink,
   shouldStart: () => boolean,
 ): void {
-  Promise.resolve()
-    .then(() => {
-      if (!shouldStart()) return undefined;
-      link.running = true;
-      return tool.execute(input, context);
-    })
+  // This closure runs once and is dropped; the handlers that stay on the tool's promise for as long
+  // as it runs are made by `followTool`, whose scope holds the link alone.
+  const started = Promise.resolve().then(() =>
+    shouldStart() ? invoke(tool, input, context, link) : undefined,
+  );
+  followTool(started, link);
+}
+
+function invoke(
+  tool: ToolDefinition,
+  input: unknown,
+  context: ToolContext,
+  link: ToolLink,
+): Promise<unknown> {
+  link.running = true;
+  return tool.execute(input, context);
+}
+
+function followTool(running: Promise<unknown>, link: ToolLink): void {
+  running
     .then(
       (value) => link.onValue?.(value),
       (error: unknown) => link.onError?.(error),
