@@ -131,6 +131,144 @@ export function prepareStatements(db: Database) {
   };
 }
 
+/** Rows per multi-row INSERT: a batch's events and blocks go in as few statements as these make. */
+const CHUNK_SIZES = [64, 16, 4] as const;
+
+const EVENT_COLUMNS = "(turn_id, seq, type, at, payload)";
+const BLOCK_COLUMNS =
+  "(session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)";
+
+/** Multi-row INSERTs for events and blocks, one statement per chunk size. */
+export type ChunkStatements = {
+  events: ReadonlyMap<number, Statement>;
+  blocks: ReadonlyMap<number, Statement>;
+};
+
+export function prepareChunkStatements(db: Database): ChunkStatements {
+  const values = (columns: number, rows: number) =>
+    Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => "?").join(", ")})`).join(
+      ", ",
+    );
+  return {
+    events: new Map(
+      CHUNK_SIZES.map((rows) => [
+        rows,
+        db.prepare(`INSERT INTO turn_events ${EVENT_COLUMNS} VALUES ${values(5, rows)}`),
+      ]),
+    ),
+    blocks: new Map(
+      CHUNK_SIZES.map((rows) => [
+        rows,
+        db.prepare(`INSERT OR IGNORE INTO history_blocks ${BLOCK_COLUMNS} VALUES ${values(11, rows)}`),
+      ]),
+    ),
+  };
+}
+
+type EventOp = Extract<WriteOp, { kind: "event" }>;
+type BlockOp = Extract<WriteOp, { kind: "block" }>;
+
+function eventParams(op: EventOp): unknown[] {
+  return [op.turnId, op.seq, op.type, op.at, op.payload];
+}
+
+function blockParams(op: BlockOp): unknown[] {
+  const { block } = op;
+  return [
+    block.sessionId,
+    block.position,
+    block.turnId,
+    block.role,
+    block.kind,
+    "callId" in block ? block.callId : null,
+    "name" in block ? block.name : null,
+    block.kind === "tool_response" ? block.status : null,
+    op.content,
+    op.responsePosition,
+    block.createdAt,
+  ];
+}
+
+/**
+ * Writes one batch (call it inside a transaction). Rows go in dependency order — sessions, turns,
+ * blocks, the sessions' next positions (the last of each session only), step-mode switches and turn
+ * ends, events, trace — and events and blocks in multi-row INSERTs. A row that fails is reported and
+ * costs only itself.
+ */
+export function writeBatch(
+  statements: Statements,
+  chunks: ChunkStatements,
+  ops: readonly WriteOp[],
+  onError: (error: unknown, row: string) => void,
+): void {
+  const first: WriteOp[] = [];
+  const blocks: BlockOp[] = [];
+  const positions = new Map<string, WriteOp>();
+  const updates: WriteOp[] = [];
+  const events: EventOp[] = [];
+  const traces: WriteOp[] = [];
+  for (const op of ops) {
+    switch (op.kind) {
+      case "session":
+      case "turn":
+        first.push(op);
+        break;
+      case "block":
+        blocks.push(op);
+        break;
+      case "position":
+        positions.set(op.sessionId, op);
+        break;
+      case "step_mode":
+      case "end_turn":
+        updates.push(op);
+        break;
+      case "event":
+        events.push(op);
+        break;
+      case "trace":
+        traces.push(op);
+        break;
+    }
+  }
+  const one = (op: WriteOp) => {
+    try {
+      runWrite(statements, op);
+    } catch (error) {
+      onError(error, `${op.kind} row`);
+    }
+  };
+  first.forEach(one);
+  insertChunked(blocks, chunks.blocks, blockParams, one);
+  positions.forEach(one);
+  updates.forEach(one);
+  insertChunked(events, chunks.events, eventParams, one);
+  traces.forEach(one);
+}
+
+function insertChunked<Op extends WriteOp>(
+  rows: readonly Op[],
+  statements: ReadonlyMap<number, Statement>,
+  params: (op: Op) => unknown[],
+  one: (op: WriteOp) => void,
+): void {
+  let index = 0;
+  for (const size of CHUNK_SIZES) {
+    const statement = statements.get(size) as Statement;
+    while (rows.length - index >= size) {
+      const chunk = rows.slice(index, index + size);
+      index += size;
+      try {
+        statement.run(chunk.flatMap(params));
+      } catch {
+        // one bad row fails its whole statement: write the chunk row by row to keep the others
+        chunk.forEach(one);
+      }
+    }
+  }
+  for (; index < rows.length; index++) one(rows[index] as Op);
+}
+
 /** Runs one write of a batch (inside the batch's transaction). */
 export function runWrite(statements: Statements, op: WriteOp): void {
   switch (op.kind) {

@@ -30,8 +30,9 @@ import type {
 } from "./model.js";
 import {
   blockPayload,
+  prepareChunkStatements,
   prepareStatements,
-  runWrite,
+  writeBatch,
   toHistoryBlock,
   toTurnRecord,
   type BlockRow,
@@ -85,15 +86,10 @@ export class SqliteHistoryStore implements HistoryStore {
     const onWriteError = options.onWriteError ?? (() => {});
     const statements = this.statements;
     // One failed row (say, a turn id the database does not know) must not cost the rest of the batch.
-    const commitBatch = this.db.transaction((ops: readonly WriteOp[]) => {
-      for (const op of ops) {
-        try {
-          runWrite(statements, op);
-        } catch (error) {
-          onWriteError(error, `${op.kind} row`);
-        }
-      }
-    });
+    const chunks = prepareChunkStatements(this.db);
+    const commitBatch = this.db.transaction((ops: readonly WriteOp[]) =>
+      writeBatch(statements, chunks, ops, onWriteError),
+    );
     this.queue = new WriteQueue<WriteOp>({
       commit: (ops) => {
         if (!this.db.open) throw new Error("the database is closed");
