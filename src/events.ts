@@ -67,6 +67,14 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     error: z.string(),
     classification: z.enum(["transient", "permanent"]),
   }),
+  /** A failed inference (429, 5xx, network, before any output) about to be retried; not an error. */
+  z.object({
+    type: z.literal("model_retry"),
+    provider: z.string(),
+    attempt: z.number(),
+    delayMs: z.number(),
+    error: z.string(),
+  }),
   z.object({
     type: z.literal("debugger.pause"),
     pauseId: z.string(),

@@ -288,9 +288,11 @@ export class ToolCallingLoop {
           error: error.message,
         });
         turn.emit({
-          type: "error",
-          code: "model_retry",
-          message: `${error.message} — retrying in ${decision.delayMs}ms (attempt ${attempts + 1})`,
+          type: "model_retry",
+          provider: error.provider,
+          attempt: attempts + 1,
+          delayMs: decision.delayMs,
+          error: error.message,
         });
         if (!(await abortableDelay(decision.delayMs, [signal])))
           return { blocks: [], calls: [], stopReason: "end_turn" as const };

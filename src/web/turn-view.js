@@ -2,7 +2,8 @@
 /**
  * One turn in the conversation, an `<article>`: the user's message, the turn's id and model, and every
  * turn event in order — text deltas into a text block, thinking into a collapsible block, tool calls
- * into lists of status lines, pauses, errors — and the terminal event in its status line.
+ * into lists of status lines, pauses, model retries (a quiet note), errors — and the terminal event in
+ * its status line.
  */
 import { element, scrollToEndIfFollowing } from "./dom.js";
 import { formatDuration } from "./format.js";
@@ -141,6 +142,18 @@ export class TurnView {
         this.openKind = null;
         break;
       }
+      case "model_retry":
+        // the turn goes on and usually succeeds: a quiet line, not an alert
+        this.body.append(
+          element("p", {
+            className: "turn-note",
+            testId: "model-retry",
+            text: `${event.provider} failed (${event.error}); retrying in ${formatDuration(event.delayMs)}, attempt ${event.attempt}`,
+          }),
+        );
+        this.openSegment = null;
+        this.openKind = null;
+        break;
       case "error":
         this.body.append(
           element("p", {
