@@ -1,8 +1,9 @@
 /**
  * `buildApp(deps)`: the Hono application — no framing of any response; CORS, bearer auth, the body
  * limit and the JSON nesting limit on /api; the API routes, health and metrics, the OpenAPI document,
- * the web page, and one error handler that turns client mistakes into 4xx JSON and everything else
- * into a bare 500. No module-level state: every dependency comes in through `deps`.
+ * the web page, 405 with `Allow` for a known path asked with the wrong method (404 for an unknown one),
+ * and one error handler that turns client mistakes into 4xx JSON and everything else into a bare 500.
+ * No module-level state: every dependency comes in through `deps`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { cors } from "hono/cors";
@@ -10,10 +11,11 @@ import { HTTPException } from "hono/http-exception";
 import type { Logger } from "pino";
 import type { Config } from "./config/schema.js";
 import type { HistoryStore } from "./history/store.js";
-import { bearerAuth } from "./http/auth.js";
+import { bearerAuth, unauthorized } from "./http/auth.js";
 import { apiBodyLimit } from "./http/body-limit.js";
 import { frameGuard } from "./http/frame-guard.js";
 import { HttpError, toHttpError } from "./http/http-error.js";
+import { allowedMethodsOf } from "./http/method-not-allowed.js";
 import { apiRoutes, type ApiEnv } from "./http/routes.js";
 import { jsonDepthGuard } from "./http/validation.js";
 import { webPageRoutes } from "./http/web-page.js";
@@ -44,6 +46,8 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
         origin: (origin) => (anyOrigin || server.corsOrigins.includes(origin) ? origin : null),
         allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID"],
         allowMethods: ["GET", "POST", "OPTIONS"],
+        // what a cross-origin page needs to act on a refusal: when to retry, how to authenticate, which methods
+        exposeHeaders: ["Retry-After", "WWW-Authenticate", "Allow"],
         maxAge: 600,
       }),
     );
@@ -75,12 +79,25 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
   );
   app.route("/", webPageRoutes());
 
-  app.notFound((context) =>
-    context.json(
-      { error: `No route for ${context.req.method} ${context.req.path}`, code: "route_not_found" },
-      404,
-    ),
-  );
+  const allowedMethods = allowedMethodsOf(app.routes);
+  app.notFound((context) => {
+    const { method, path } = context.req;
+    const allowed = allowedMethods(path);
+    if (allowed.length === 0) {
+      return context.json({ error: `No route for ${method} ${path}`, code: "route_not_found" }, 404);
+    }
+    const allow = { Allow: allowed.join(", ") };
+    if (method === "OPTIONS") return context.body(null, 204, allow);
+    return context.json(
+      {
+        error: `Method ${method} is not allowed on ${path}; it accepts ${allowed.join(", ")}`,
+        code: "method_not_allowed",
+        allowed,
+      },
+      405,
+      allow,
+    );
+  });
   app.onError((error, context) => {
     const httpError = toHttpError(error) ?? fromHttpException(error);
     if (httpError) {
@@ -105,6 +122,6 @@ function fromHttpException(error: unknown): HttpError | undefined {
   if (error.status === 400) {
     return new HttpError(400, "invalid_json", `Request body is not valid JSON (${error.message})`);
   }
-  if (error.status === 401) return new HttpError(401, "unauthorized", error.message);
+  if (error.status === 401) return unauthorized(error.message);
   return undefined;
 }

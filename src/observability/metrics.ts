@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics (prom-client) on a registry of their own — no global default registry, so two
- * apps in one process never share counters. Fed by decisions, tool outcomes and turn ends.
+ * apps in one process never share counters. Fed by decisions, tool outcomes and turn ends. reins'
+ * own metrics are named `reins_…`; the optional Node process metrics keep prom-client's standard names.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Decision } from "./decision.js";
@@ -136,7 +137,9 @@ export class Metrics {
       labelNames: ["outcome"],
       registers,
     });
-    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: "reins_process_" });
+    // No prefix: the process metrics keep the names Node dashboards and alerts expect
+    // (`process_cpu_seconds_total`, `nodejs_eventloop_lag_seconds`, …); reins' own carry `reins_`.
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
   observeDecision(decision: Decision): void {

@@ -177,7 +177,13 @@ const cases: Case[] = [
     code: "turn_not_found",
   },
   { name: "unknown route", path: "/api/nothing/here", status: 404, code: "route_not_found" },
-  { name: "wrong method", method: "DELETE", path: "/api/turns/active", status: 404, code: "route_not_found" },
+  {
+    name: "wrong method",
+    method: "DELETE",
+    path: "/api/turns/active",
+    status: 405,
+    code: "method_not_allowed",
+  },
   {
     name: "unknown query key on the active list",
     path: "/api/turns/active?verbose=1",
