@@ -155,7 +155,10 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     onDiscarded: (call, status) => {
       // The runner's own "cancelled" after an abort is expected; a real late result is worth a warning.
       const level = status === "cancelled" ? "debug" : "warn";
-      logger[level]({ callId: call.callId, tool: call.name, status }, "late result of a closed call discarded");
+      logger[level](
+        { callId: call.callId, tool: call.name, status },
+        "late result of a closed call discarded",
+      );
     },
   };
   const { turns } = config;
