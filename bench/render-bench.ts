@@ -7,19 +7,39 @@
  * so the renderer's 100k/10k ratio of fastest runs is compared with that reference pass's ratio: a
  * linear renderer stays within a small factor of it, a quadratic one would be ~10× above it.
  *
+ * Goals, printed as ratios: a full render within 2.5× of the bare pass over the same 100k blocks and
+ * within 5× over 10k; the render an inference pays — one more turn appended to a session of about
+ * 100k blocks, through a `TranscriptCache` — at most 1 % of a full render; and no call whose recorded
+ * `complete` result is replaced by another one ("results lost"). Timed runs render the same block
+ * objects again, as a session's renders do; the first (cold) render of each history is reported too.
+ *
  * Standalone: `npx tsx bench/render-bench.ts`. `measureRenderer()` is exported for bench/run.ts.
  */
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { HistoryBlock, ToolResponseStatus } from "../src/history/model.js";
-import { PROFILE_NAMES, renderProviderRequest, type ProfileName } from "../src/history/render/index.js";
+import {
+  PROFILE_NAMES,
+  TranscriptCache,
+  renderProviderRequest,
+  type ProfileName,
+  type ProviderRequestMessages,
+} from "../src/history/render/index.js";
 
 const SIZES = [1_000, 10_000, 100_000] as const;
-const TIMED_RUNS: Record<(typeof SIZES)[number], number> = { 1_000: 21, 10_000: 9, 100_000: 5 };
+type Size = (typeof SIZES)[number];
+const TIMED_RUNS: Record<Size, number> = { 1_000: 21, 10_000: 9, 100_000: 5 };
 const WARMUP_RUNS = 2;
 /** The renderer's 100k/10k ratio may exceed the reference O(n) pass's ratio by this factor (quadratic ≈ 10). */
 const MAX_RATIO_OVER_REFERENCE = 2.5;
+/** Goals: full render / bare pass at 100k and at 10k blocks; one more turn / full render. */
+export const GOAL_VS_REFERENCE_100K = 2.5;
+export const GOAL_VS_REFERENCE_10K = 5;
+export const GOAL_ONE_MORE_TURN_SHARE = 0.01;
+/** Turns appended one by one to the ~100k-block session, each render timed. */
+const APPENDED_TURNS = 9;
 const MODEL = "claude-bench";
+const RENDER_OPTIONS = { thinking: true, model: MODEL, budgetTokens: Number.POSITIVE_INFINITY };
 
 export type RenderBenchRow = {
   profile: ProfileName;
@@ -28,6 +48,19 @@ export type RenderBenchRow = {
   fastestMs: number;
   microsecondsPerBlock: number;
 };
+export type RenderGoalRow = {
+  profile: ProfileName;
+  /** The first render of the 100k history (block inputs not yet serialized). */
+  coldMs: number;
+  /** fastest render / fastest bare pass, over the same 100k and 10k blocks. */
+  versusReference100k: number;
+  versusReference10k: number;
+  /** Median render of one more turn through a TranscriptCache, and its share of a full 100k render. */
+  oneMoreTurnMs: number;
+  oneMoreTurnShare: number;
+  /** Calls with a recorded `complete` result that the request answers with another result. */
+  resultsLost: number;
+};
 export type RenderBenchReport = {
   rows: RenderBenchRow[];
   /** fastest(100k) / fastest(10k) per profile. */
@@ -35,14 +68,24 @@ export type RenderBenchReport = {
   /** The same ratio for the reference O(n) pass. */
   referenceRatio: number;
   linear: boolean;
+  /** Fastest bare pass per size. */
+  referenceMs: Record<Size, number>;
+  goals: RenderGoalRow[];
+  goalsMet: boolean;
 };
 
 /**
  * A history of about `size` blocks shaped like long agent sessions: turns of user text, thinking,
  * text and batches of calls with their results; now and then an aborted batch (synthetic results),
- * a result recorded before its call, a duplicate result and a call left without a result.
+ * a result recorded before its call, a duplicate result, a call left without a result, and a call
+ * that failed before it succeeded (an error, then a complete result for the same call).
  */
 export function syntheticHistory(size: number): HistoryBlock[] {
+  return syntheticTurns(size).slice(0, size);
+}
+
+/** Whole turns, at least `size` blocks of them. */
+function syntheticTurns(size: number): HistoryBlock[] {
   const blocks: HistoryBlock[] = [];
   let turn = 0;
   let call = 0;
@@ -57,7 +100,7 @@ export function syntheticHistory(size: number): HistoryBlock[] {
   while (blocks.length < size) {
     turn += 1;
     push({ kind: "text", role: "user", text: `Please look into item ${turn} and report what you find.` });
-    for (let step = 0; step < 3 && blocks.length < size; step++) {
+    for (let step = 0; step < 3; step++) {
       push({
         kind: "thinking",
         role: "assistant",
@@ -85,15 +128,17 @@ export function syntheticHistory(size: number): HistoryBlock[] {
         });
       }
       const aborted = turn % 11 === 0 && step === 2;
-      for (const callId of ids) {
-        if (call % 23 === 0 && callId === ids[2]) continue; // left without a result
+      ids.forEach((callId, index) => {
+        if (call % 23 === 0 && index === 2) return; // left without a result
+        // A call that failed before it succeeded: the success must be what the model sees.
+        if (!aborted && call % 29 === 0 && index === 0) push(response(callId, "error", "EAGAIN: try again"));
         push(response(callId, aborted ? "cancelled" : "complete", "line one\nline two\nline three"));
         if (call % 13 === 0) push(response(callId, "cancelled", "[CANCELLED] duplicate"));
-      }
+      });
     }
     push({ kind: "text", role: "assistant", text: `Item ${turn} looks fine.` });
   }
-  return blocks.slice(0, size);
+  return blocks;
 }
 
 function response(callId: string, status: ToolResponseStatus, result: string): Record<string, unknown> {
@@ -117,16 +162,51 @@ function timeRender(
   history: readonly HistoryBlock[],
   profile: ProfileName,
   runs: number,
-): { medianMs: number; fastestMs: number } {
-  const options = { thinking: true, model: MODEL, budgetTokens: Number.POSITIVE_INFINITY };
-  for (let run = 0; run < WARMUP_RUNS; run++) renderProviderRequest(history, profile, options);
+): { medianMs: number; fastestMs: number; coldMs: number } {
+  const coldStarted = performance.now();
+  renderProviderRequest(history, profile, RENDER_OPTIONS);
+  const coldMs = performance.now() - coldStarted;
+  for (let run = 1; run < WARMUP_RUNS; run++) renderProviderRequest(history, profile, RENDER_OPTIONS);
   const samples: number[] = [];
   for (let run = 0; run < runs; run++) {
     const started = performance.now();
-    renderProviderRequest(history, profile, options);
+    renderProviderRequest(history, profile, RENDER_OPTIONS);
     samples.push(performance.now() - started);
   }
-  return { medianMs: median(samples), fastestMs: Math.min(...samples) };
+  return { medianMs: median(samples), fastestMs: Math.min(...samples), coldMs };
+}
+
+/**
+ * The render an inference pays: a session of about `size` blocks is rendered once through a cache,
+ * then grows by one whole turn at a time; each of those renders is timed (median).
+ */
+function timeOneMoreTurn(profile: ProfileName, size: number): number {
+  const blocks = syntheticTurns(size + APPENDED_TURNS * 40);
+  const turnStarts = blocks.flatMap((block, index) =>
+    block.kind === "text" && block.role === "user" && index >= size ? [index] : [],
+  );
+  const cache = new TranscriptCache();
+  cache.renderProviderRequest("ses_bench", blocks.slice(0, turnStarts[0]), profile, RENDER_OPTIONS);
+  const samples: number[] = [];
+  for (let turn = 1; turn < turnStarts.length && samples.length < APPENDED_TURNS; turn++) {
+    const grown = blocks.slice(0, turnStarts[turn]);
+    const started = performance.now();
+    cache.renderProviderRequest("ses_bench", grown, profile, RENDER_OPTIONS);
+    samples.push(performance.now() - started);
+  }
+  if (cache.stats.fallbacks > 0) throw new Error(`${profile}: a grown session was rendered from scratch`);
+  return median(samples);
+}
+
+/** Calls whose recorded `complete` result the request does not send. */
+function resultsLost(history: readonly HistoryBlock[], request: ProviderRequestMessages): number {
+  const completed = new Set<string>();
+  for (const block of history) {
+    if (block.kind === "tool_response" && block.status === "complete") completed.add(block.callId);
+  }
+  return request.diagnostics.emittedResults.filter(
+    (result) => completed.has(result.canonicalId) && result.status !== "complete",
+  ).length;
 }
 
 /** A bare O(n) pass over a history: what linear growth looks like on this machine. */
@@ -152,33 +232,55 @@ function fastestReferenceMs(history: readonly HistoryBlock[], runs: number): num
 
 export function measureRenderer(): RenderBenchReport {
   const histories = new Map(SIZES.map((size) => [size, syntheticHistory(size)]));
+  const referenceMs = Object.fromEntries(
+    SIZES.map((size) => [size, fastestReferenceMs(histories.get(size)!, TIMED_RUNS[size] * 2)]),
+  ) as Record<Size, number>;
   const rows: RenderBenchRow[] = [];
+  const coldMs = new Map<ProfileName, number>();
   for (const profile of PROFILE_NAMES) {
     for (const size of SIZES) {
-      const { medianMs, fastestMs } = timeRender(histories.get(size)!, profile, TIMED_RUNS[size]);
+      const timing = timeRender(histories.get(size)!, profile, TIMED_RUNS[size]);
+      if (size === 100_000) coldMs.set(profile, timing.coldMs);
       rows.push({
         profile,
         blocks: size,
-        medianMs,
-        fastestMs,
-        microsecondsPerBlock: (medianMs * 1000) / size,
+        medianMs: timing.medianMs,
+        fastestMs: timing.fastestMs,
+        microsecondsPerBlock: (timing.medianMs * 1000) / size,
       });
     }
   }
+  const fastest = (profile: ProfileName, size: number) =>
+    rows.find((row) => row.profile === profile && row.blocks === size)!.fastestMs;
   const ratios = Object.fromEntries(
-    PROFILE_NAMES.map((profile) => {
-      const at = (size: number) =>
-        rows.find((row) => row.profile === profile && row.blocks === size)!.fastestMs;
-      return [profile, at(100_000) / at(10_000)];
-    }),
+    PROFILE_NAMES.map((profile) => [profile, fastest(profile, 100_000) / fastest(profile, 10_000)]),
   ) as Record<ProfileName, number>;
-  const referenceRatio =
-    fastestReferenceMs(histories.get(100_000)!, TIMED_RUNS[100_000]) /
-    fastestReferenceMs(histories.get(10_000)!, TIMED_RUNS[10_000]);
+  const referenceRatio = referenceMs[100_000] / referenceMs[10_000];
   const linear = Object.values(ratios).every(
     (ratio) => ratio <= MAX_RATIO_OVER_REFERENCE * Math.max(referenceRatio, 10),
   );
-  return { rows, ratios, referenceRatio, linear };
+
+  const largest = histories.get(100_000)!;
+  const goals = PROFILE_NAMES.map((profile): RenderGoalRow => {
+    const oneMoreTurnMs = timeOneMoreTurn(profile, 100_000);
+    return {
+      profile,
+      coldMs: coldMs.get(profile)!,
+      versusReference100k: fastest(profile, 100_000) / referenceMs[100_000],
+      versusReference10k: fastest(profile, 10_000) / referenceMs[10_000],
+      oneMoreTurnMs,
+      oneMoreTurnShare: oneMoreTurnMs / fastest(profile, 100_000),
+      resultsLost: resultsLost(largest, renderProviderRequest(largest, profile, RENDER_OPTIONS)),
+    };
+  });
+  const goalsMet = goals.every(
+    (goal) =>
+      goal.versusReference100k <= GOAL_VS_REFERENCE_100K &&
+      goal.versusReference10k <= GOAL_VS_REFERENCE_10K &&
+      goal.oneMoreTurnShare <= GOAL_ONE_MORE_TURN_SHARE &&
+      goal.resultsLost === 0,
+  );
+  return { rows, ratios, referenceRatio, linear, referenceMs, goals, goalsMet };
 }
 
 export function formatRenderReport(report: RenderBenchReport): string[] {
@@ -203,6 +305,20 @@ export function formatRenderReport(report: RenderBenchReport): string[] {
       ? "growth: linear (within the reference pass's growth)"
       : `growth: NOT linear (more than ${MAX_RATIO_OVER_REFERENCE}× the reference pass's ratio)`,
   );
+  lines.push(
+    "",
+    `goals: full render ≤ ${GOAL_VS_REFERENCE_100K}× the bare pass at 100k and ≤ ${GOAL_VS_REFERENCE_10K}× at 10k; ` +
+      `one more turn ≤ ${GOAL_ONE_MORE_TURN_SHARE * 100} % of a full render; no result lost`,
+    `bare pass: ${report.referenceMs[10_000].toFixed(2)} ms at 10k, ${report.referenceMs[100_000].toFixed(2)} ms at 100k`,
+    "profile     ×bare 100k   ×bare 10k   cold 100k ms   one more turn ms   share of full   results lost",
+    "----------  ----------   ---------   ------------   ----------------   -------------   ------------",
+  );
+  for (const goal of report.goals) {
+    lines.push(
+      `${goal.profile.padEnd(10)}  ${goal.versusReference100k.toFixed(2).padStart(10)}   ${goal.versusReference10k.toFixed(2).padStart(9)}   ${goal.coldMs.toFixed(1).padStart(12)}   ${goal.oneMoreTurnMs.toFixed(3).padStart(16)}   ${`${(goal.oneMoreTurnShare * 100).toFixed(2)} %`.padStart(13)}   ${String(goal.resultsLost).padStart(12)}`,
+    );
+  }
+  lines.push(report.goalsMet ? "goals: met" : "goals: NOT all met on this machine (see the ratios above)");
   return lines;
 }
 

@@ -1,6 +1,7 @@
 /**
  * The Anthropic Messages engine (official SDK, streaming). The session's canonical history is rendered
- * for the `anthropic` profile on every inference; the SDK's own retries are off so that transient
+ * for the `anthropic` profile on every inference, through a per-session cache that renders only the
+ * blocks added since the session's previous inference. The SDK's own retries are off so that transient
  * failures are retried — and traced — by the loop like any other. Aborting the turn's signal aborts the
  * HTTP request.
  */
@@ -10,7 +11,7 @@ import type {
   RawMessageStreamEvent,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { Logger } from "pino";
-import { renderProviderRequest } from "../history/render/index.js";
+import { TranscriptCache } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
 import { logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
@@ -24,6 +25,8 @@ export type AnthropicEngineOptions = {
   thinkingBudgetTokens: number;
   /** Overrides the profile's context budget (estimated tokens). */
   contextBudgetTokens?: number;
+  /** Rendered transcripts kept per session (shared between engines, or one of its own). */
+  transcripts?: TranscriptCache;
   logger: Logger;
 };
 
@@ -31,15 +34,17 @@ export class AnthropicEngine implements ModelEngine {
   readonly provider = "anthropic";
   readonly defaultModel: string;
   private readonly client: Anthropic;
+  private readonly transcripts: TranscriptCache;
 
   constructor(private readonly options: AnthropicEngineOptions) {
     this.defaultModel = options.model;
+    this.transcripts = options.transcripts ?? new TranscriptCache();
     this.client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseUrl ?? null, maxRetries: 0 });
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
     const thinking = this.options.thinkingBudgetTokens > 0;
-    const rendered = renderProviderRequest(request.history, "anthropic", {
+    const rendered = this.transcripts.renderProviderRequest(request.sessionId, request.history, "anthropic", {
       thinking,
       model: request.model,
       budgetTokens: this.options.contextBudgetTokens,

@@ -2,13 +2,14 @@
  * The OpenAI Chat Completions engine (official SDK, streaming), with a profile per provider that speaks
  * it: `openai`, `kimi` (Moonshot) and `mistral` — each its own base URL, tool-call id format and
  * message-shape rules, all applied by the renderer. Tool-call fragments are joined by index and
- * emitted whole when the stream ends. The SDK's own retries are off (the loop retries and traces);
- * aborting the turn's signal aborts the request.
+ * emitted whole when the stream ends. Histories are rendered through a per-session cache (only what a
+ * session added since its previous inference is rendered). The SDK's own retries are off (the loop
+ * retries and traces); aborting the turn's signal aborts the request.
  */
 import OpenAI, { APIError, APIUserAbortError } from "openai";
 import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
-import { renderProviderRequest } from "../history/render/index.js";
+import { TranscriptCache } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
 import { logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
@@ -24,6 +25,8 @@ export type OpenAICompatibleEngineOptions = {
   /** Kimi: send and keep `reasoning_content` (thinking). */
   thinking?: boolean;
   contextBudgetTokens?: number;
+  /** Rendered transcripts kept per session (shared between engines, or one of its own). */
+  transcripts?: TranscriptCache;
   logger: Logger;
 };
 
@@ -33,19 +36,26 @@ export class OpenAICompatibleEngine implements ModelEngine {
   readonly provider: OpenAIProfileName;
   readonly defaultModel: string;
   private readonly client: OpenAI;
+  private readonly transcripts: TranscriptCache;
 
   constructor(private readonly options: OpenAICompatibleEngineOptions) {
     this.provider = options.profile;
+    this.transcripts = options.transcripts ?? new TranscriptCache();
     this.defaultModel = options.model;
     this.client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseUrl, maxRetries: 0 });
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-    const rendered = renderProviderRequest(request.history, this.provider, {
-      thinking: this.options.thinking === true,
-      model: request.model,
-      budgetTokens: this.options.contextBudgetTokens,
-    });
+    const rendered = this.transcripts.renderProviderRequest(
+      request.sessionId,
+      request.history,
+      this.provider,
+      {
+        thinking: this.options.thinking === true,
+        model: request.model,
+        budgetTokens: this.options.contextBudgetTokens,
+      },
+    );
     if (rendered.format !== "openai-chat")
       throw new Error(`${this.provider} profile rendered a non-OpenAI request`);
     const body: ChatCompletionCreateParamsStreaming = {

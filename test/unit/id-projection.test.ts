@@ -39,8 +39,18 @@ describe("projectCallIds", () => {
     },
   );
 
+  // Changed on purpose: an id is kept whenever the provider accepts it (Anthropic: [a-zA-Z0-9_-]+;
+  // OpenAI: at most 40 printable characters), not only when it carries the provider's own prefix.
   it.each([
     ["call", { callId: "call_Ab12Cd34Ef56Gh78", name: "echo" }, "call_Ab12Cd34Ef56Gh78"],
+    ["call", { callId: "c1", providerCallId: "toolu_01abc", name: "echo" }, "toolu_01abc"],
+    [
+      "call",
+      { callId: "c1", providerCallId: "functions.read_file:0", name: "echo" },
+      "functions.read_file:0",
+    ],
+    ["toolu", { callId: "c1", providerCallId: "call_abc", name: "echo" }, "call_abc"],
+    ["toolu", { callId: "call_Ab12Cd34Ef56Gh78", name: "echo" }, "call_Ab12Cd34Ef56Gh78"],
     ["call", { callId: "c1", providerCallId: "call_fromOpenAI", name: "echo" }, "call_fromOpenAI"],
     [
       "toolu",
@@ -58,14 +68,15 @@ describe("projectCallIds", () => {
 
   it.each([
     ["call", "call_" + "x".repeat(36)],
-    ["call", "toolu_01abc"],
-    ["toolu", "call_abc"],
+    ["call", "with space"],
+    ["call", ""],
     ["toolu", "toolu_with.dot"],
+    ["toolu", "functions.read_file:0"],
     ["mistral-9", "abcDEF12"],
     ["mistral-9", "abcDEF12_"],
-  ] as const)("%s: does not keep the foreign or malformed id %s", (format, providerCallId) => {
-    const projection = projectCallIds([{ callId: "c1", providerCallId, name: "echo" }], format);
-    const id = projection.toProjected.get("c1")!;
+  ] as const)("%s: does not keep the id %s, which the provider would reject", (format, providerCallId) => {
+    const projection = projectCallIds([{ callId: "c 1", providerCallId, name: "echo" }], format);
+    const id = projection.toProjected.get("c 1")!;
     expect(id).not.toBe(providerCallId);
     expect(isWellFormedId(id, format)).toBe(true);
   });
@@ -90,17 +101,18 @@ describe("projectCallIds", () => {
   it.each(["call", "toolu", "mistral-9"] as const)(
     "%s: a generated id steps aside for a native id a later call already holds",
     (format) => {
-      const alone = projectCallIds(calls(["c1"]), format).toProjected.get("c1")!;
+      // Canonical ids with a space: no provider accepts them, so "c 1" needs a generated id.
+      const alone = projectCallIds(calls(["c 1"]), format).toProjected.get("c 1")!;
       const projection = projectCallIds(
         [
-          { callId: "c1", name: "echo" },
-          { callId: "c2", providerCallId: alone, name: "echo" },
+          { callId: "c 1", name: "echo" },
+          { callId: "c 2", providerCallId: alone, name: "echo" },
         ],
         format,
       );
-      expect(projection.toProjected.get("c2")).toBe(alone);
-      expect(projection.toProjected.get("c1")).not.toBe(alone);
-      expect(isWellFormedId(projection.toProjected.get("c1")!, format)).toBe(true);
+      expect(projection.toProjected.get("c 2")).toBe(alone);
+      expect(projection.toProjected.get("c 1")).not.toBe(alone);
+      expect(isWellFormedId(projection.toProjected.get("c 1")!, format)).toBe(true);
     },
   );
 

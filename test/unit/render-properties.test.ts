@@ -1,7 +1,7 @@
 /**
  * Transcript integrity for every history (DESIGN.md §5.6; STYLE.md rule 15): whatever aborts, crashes,
  * retries and provider switches left in the canonical history, the rendered request passes every rule
- * of the selected provider, ids are well-formed and collision-free, no real result is lost or replaced,
+ * of the selected provider, ids are well-formed and collision-free, no successful result is lost,
  * every call without a result gets an `[INTERRUPTED]` one, rendering is deterministic, and a small
  * context budget drops whole turns without ever separating a call from its result.
  */
@@ -34,11 +34,15 @@ function providerVerdict(history: readonly HistoryBlock[], profile: ProfileName,
   return { request, rejection };
 }
 
-/** What the history says each call's result must be: the first real one, else the first recorded one. */
+/**
+ * What the history says each call's result must be: the first complete one, else the first error, else
+ * the first recorded one. (Changed on purpose: it used to be the first real one, complete or error.)
+ */
 function expectedOutcomes(history: readonly HistoryBlock[]) {
   const callOrder: string[] = [];
   const names = new Map<string, string>();
-  const firstReal = new Map<string, ToolResponseBlock>();
+  const firstComplete = new Map<string, ToolResponseBlock>();
+  const firstError = new Map<string, ToolResponseBlock>();
   const firstAny = new Map<string, ToolResponseBlock>();
   for (const block of history) {
     if (block.kind === "tool_call" && !names.has(block.callId)) {
@@ -46,11 +50,14 @@ function expectedOutcomes(history: readonly HistoryBlock[]) {
       callOrder.push(block.callId);
     } else if (block.kind === "tool_response") {
       if (!firstAny.has(block.callId)) firstAny.set(block.callId, block);
-      const real = block.status === "complete" || block.status === "error";
-      if (real && !firstReal.has(block.callId)) firstReal.set(block.callId, block);
+      if (block.status === "complete" && !firstComplete.has(block.callId))
+        firstComplete.set(block.callId, block);
+      if (block.status === "error" && !firstError.has(block.callId)) firstError.set(block.callId, block);
     }
   }
-  return { callOrder, names, expected: (callId: string) => firstReal.get(callId) ?? firstAny.get(callId) };
+  const expected = (callId: string) =>
+    firstComplete.get(callId) ?? firstError.get(callId) ?? firstAny.get(callId);
+  return { callOrder, names, expected };
 }
 
 function emittedCalls(result: RenderResult) {
@@ -107,7 +114,7 @@ describe("rendered transcripts for arbitrary histories", () => {
   );
 
   it.each(PROFILE_NAMES)(
-    "%s: every call is emitted once with its first real result, else its recorded one, else [INTERRUPTED]",
+    "%s: every call is emitted once with its first complete result, else its first error, else its recorded one, else [INTERRUPTED]",
     (profile) => {
       fc.assert(
         fc.property(historyArbitrary(), (history) => {

@@ -157,7 +157,8 @@ describe("duplicate results", () => {
     ]);
   });
 
-  it("keeps the first real result and the first synthetic one when there is no real one", () => {
+  // Changed on purpose: "the first real one wins" used to keep c1's error over its later success.
+  it("keeps a complete result over an earlier error, and the first synthetic one when there is no real one", () => {
     const rendered = renderTranscript(
       history(
         user("go"),
@@ -170,12 +171,61 @@ describe("duplicate results", () => {
       ),
       "openai",
     );
-    expect(outline(rendered.messages)[2]).toBe("results: c1=first, c2=[TIMEOUT] a");
-    expect(rendered.diagnostics.dedupe.map((decision) => decision.reason)).toEqual([
-      "first_real_wins",
-      "first_synthetic_wins",
+    expect(outline(rendered.messages)[2]).toBe("results: c1=second, c2=[TIMEOUT] a");
+    expect(rendered.diagnostics.dedupe).toEqual([
+      {
+        callId: "c1",
+        keptPosition: 4,
+        keptStatus: "complete",
+        droppedPosition: 3,
+        droppedStatus: "error",
+        reason: "complete_beats_error",
+      },
+      {
+        callId: "c2",
+        keptPosition: 5,
+        keptStatus: "timeout",
+        droppedPosition: 6,
+        droppedStatus: "cancelled",
+        reason: "first_synthetic_wins",
+      },
     ]);
   });
+
+  it.each(["anthropic", "openai", "kimi", "mistral"] as const)(
+    "%s: a complete result wins over an earlier error and an earlier synthetic one, and later ones never replace it",
+    (profile) => {
+      const request = renderProviderRequest(
+        history(
+          user("go"),
+          call("c1", "read_file"),
+          result("c1", "[TIMEOUT] Tool read_file timed out.", "timeout", "read_file"),
+          result("c1", "ENOENT on the first try", "error", "read_file"),
+          result("c1", "the file body", "complete", "read_file"),
+          result("c1", "a second error", "error", "read_file"),
+          result("c1", "[CANCELLED] late", "cancelled", "read_file"),
+          result("c1", "a later success", "complete", "read_file"),
+        ),
+        profile,
+      );
+      const sent = JSON.stringify(request.messages);
+      expect(sent).toContain("the file body");
+      for (const lost of ["ENOENT", "TIMEOUT", "a second error", "CANCELLED", "a later success"]) {
+        expect(sent).not.toContain(lost);
+      }
+      expect(request.diagnostics.emittedResults).toEqual([
+        { canonicalId: "c1", projectedId: expect.any(String), status: "complete", synthetic: false },
+      ]);
+      expect(request.diagnostics.dedupe.map((decision) => decision.reason)).toEqual([
+        "real_beats_synthetic",
+        "complete_beats_error",
+        "first_real_wins",
+        "first_real_wins",
+        "first_real_wins",
+      ]);
+      expect(request.counts.dedupe).toBe(5);
+    },
+  );
 });
 
 describe("thinking", () => {
@@ -317,17 +367,34 @@ describe("ids", () => {
     expect(request.ids.toCanonical.get("functions.read_file:1")).toBe("c2");
   });
 
-  it("keeps the server's call_… ids for OpenAI and projects them for Anthropic and Mistral", () => {
+  // Changed on purpose: Anthropic accepts any id of [a-zA-Z0-9_-], so the server's id is no longer replaced.
+  it("keeps the server's call_… ids for OpenAI and Anthropic, which accept them, and projects them for Mistral", () => {
     const blocks = history(user("go"), call("call_Ab12Cd34Ef56Gh78"), result("call_Ab12Cd34Ef56Gh78", "ok"));
     expect(renderTranscript(blocks, "openai").ids.toProjected.get("call_Ab12Cd34Ef56Gh78")).toBe(
       "call_Ab12Cd34Ef56Gh78",
     );
-    expect(renderTranscript(blocks, "anthropic").ids.toProjected.get("call_Ab12Cd34Ef56Gh78")).toMatch(
-      /^toolu_[A-Za-z0-9]{24}$/,
+    expect(renderTranscript(blocks, "anthropic").ids.toProjected.get("call_Ab12Cd34Ef56Gh78")).toBe(
+      "call_Ab12Cd34Ef56Gh78",
     );
     expect(renderTranscript(blocks, "mistral").ids.toProjected.get("call_Ab12Cd34Ef56Gh78")).toMatch(
       /^[A-Za-z0-9]{9}$/,
     );
+  });
+
+  it("keeps the provider's own ids when the history goes back to that provider", () => {
+    const blocks = history(
+      user("go"),
+      call("call_server1", "echo", { providerCallId: "toolu_01A09q90qw90lq917835lq9" }),
+      result("call_server1", "ok"),
+      call("call_server2", "echo", { providerCallId: "call_abc123" }),
+      result("call_server2", "ok"),
+    );
+    const anthropic = renderProviderRequest(blocks, "anthropic");
+    expect(anthropic.ids.toProjected.get("call_server1")).toBe("toolu_01A09q90qw90lq917835lq9");
+    expect(anthropic.ids.toProjected.get("call_server2")).toBe("call_abc123");
+    expect(anthropic.counts).toMatchObject({ keptIds: 2, generatedIds: 0 });
+    const openai = renderProviderRequest(blocks, "openai");
+    expect(openai.ids.toProjected.get("call_server2")).toBe("call_abc123");
   });
 });
 

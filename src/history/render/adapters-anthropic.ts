@@ -13,23 +13,36 @@ import type { RenderedAssistantMessage, RenderedMessage, RenderedToolResultsMess
 
 export function toAnthropicRequestMessages(messages: readonly RenderedMessage[]): MessageParam[] {
   const request: MessageParam[] = [];
-  for (let index = 0; index < messages.length; index++) {
-    const message = messages[index]!;
-    if (message.role === "user") {
-      request.push({ role: "user", content: [textBlock(message.text)] });
-    } else if (message.role === "assistant") {
-      request.push({ role: "assistant", content: assistantContent(message) });
-    } else {
-      const content: ContentBlockParam[] = toolResultBlocks(message);
-      const next = messages[index + 1];
-      if (next?.role === "user") {
-        content.push(textBlock(next.text));
-        index++;
-      }
-      request.push({ role: "user", content });
-    }
+  let previousRole: RenderedMessage["role"] | undefined;
+  for (const message of messages) {
+    pushAnthropicMessage(request, message, previousRole);
+    previousRole = message.role;
   }
   return request;
+}
+
+/**
+ * Appends the Anthropic form of `message` to `request`, whose last entry is the form of the message
+ * before it (`previousRole`): user text right after tool results joins their user message, replacing
+ * that entry with a merged copy (the entry itself is never modified).
+ */
+export function pushAnthropicMessage(
+  request: MessageParam[],
+  message: RenderedMessage,
+  previousRole: RenderedMessage["role"] | undefined,
+): void {
+  if (message.role === "user") {
+    const last = request[request.length - 1];
+    if (previousRole === "tool_results" && last !== undefined && Array.isArray(last.content)) {
+      request[request.length - 1] = { role: "user", content: [...last.content, textBlock(message.text)] };
+    } else {
+      request.push({ role: "user", content: [textBlock(message.text)] });
+    }
+  } else if (message.role === "assistant") {
+    request.push({ role: "assistant", content: assistantContent(message) });
+  } else {
+    request.push({ role: "user", content: toolResultBlocks(message) });
+  }
 }
 
 function textBlock(text: string): TextBlockParam {

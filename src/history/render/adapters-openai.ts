@@ -29,36 +29,50 @@ export function toOpenAIChatMessages(
   profile: Pick<ProviderProfile, "quirks">,
 ): ChatCompletionMessageParam[] {
   const request: ChatCompletionMessageParam[] = [];
-  for (const message of messages) {
-    if (message.role === "user") {
-      request.push({ role: "user", content: message.text });
-    } else if (message.role === "assistant") {
-      request.push(assistantMessage(message));
-    } else {
-      for (const result of message.results) {
-        const tool: ToolMessageWithName = { role: "tool", tool_call_id: result.id, content: result.content };
-        if (profile.quirks.toolResultName) tool.name = result.name;
-        request.push(tool);
-      }
-    }
-  }
+  for (const message of messages) pushOpenAIChatMessages(request, message, profile);
   return request;
 }
 
-function assistantMessage(message: RenderedAssistantMessage): AssistantMessageWithReasoning {
-  const texts: string[] = [];
-  const calls: ChatCompletionMessageFunctionToolCall[] = [];
-  for (const part of message.content) {
-    if (part.type === "text") texts.push(part.text);
-    else if (part.type === "tool_call") {
-      calls.push({ id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } });
+/** Appends the Chat Completions form of `message` (one message, or one per tool result) to `request`. */
+export function pushOpenAIChatMessages(
+  request: ChatCompletionMessageParam[],
+  message: RenderedMessage,
+  profile: Pick<ProviderProfile, "quirks">,
+): void {
+  if (message.role === "user") {
+    request.push({ role: "user", content: message.text });
+  } else if (message.role === "assistant") {
+    request.push(assistantMessage(message));
+  } else {
+    for (const result of message.results) {
+      const tool: ToolMessageWithName = { role: "tool", tool_call_id: result.id, content: result.content };
+      if (profile.quirks.toolResultName) tool.name = result.name;
+      request.push(tool);
     }
   }
-  const assistant: AssistantMessageWithReasoning = {
-    role: "assistant",
-    content: texts.length > 0 ? texts.join(TEXT_PART_SEPARATOR) : null,
-  };
-  if (calls.length > 0) assistant.tool_calls = calls;
+}
+
+function assistantMessage(message: RenderedAssistantMessage): AssistantMessageWithReasoning {
+  let text: string | null = null;
+  let callCount = 0;
+  for (const part of message.content) {
+    if (part.type === "text") text = text === null ? part.text : text + TEXT_PART_SEPARATOR + part.text;
+    else if (part.type === "tool_call") callCount++;
+  }
+  const assistant: AssistantMessageWithReasoning = { role: "assistant", content: text };
+  if (callCount > 0) {
+    const calls = new Array<ChatCompletionMessageFunctionToolCall>(callCount);
+    let at = 0;
+    for (const part of message.content) {
+      if (part.type !== "tool_call") continue;
+      calls[at++] = {
+        id: part.id,
+        type: "function",
+        function: { name: part.name, arguments: part.arguments },
+      };
+    }
+    assistant.tool_calls = calls;
+  }
   if (message.reasoningContent !== undefined) assistant.reasoning_content = message.reasoningContent;
   return assistant;
 }

@@ -6,10 +6,15 @@
  * at once, with the winning result of each call (from the first pass) or a synthetic `[INTERRUPTED]`
  * one, in call order — so results recorded earlier, later, or scattered land right after their call,
  * and text that was recorded between a call and its result comes after the results.
+ *
+ * Incremental: wherever no message is open and the last message cannot grow any more (it is not a user
+ * message, which a following user text would extend), the messages so far are committed and the walk
+ * records a checkpoint. The next render of a longer history starts again from the last checkpoint; the
+ * messages before it are final unless the first pass reports a conflict.
  */
 import type { HistoryBlock, ThinkingBlock } from "../model.js";
-import type { IdProjection } from "./ids.js";
-import type { CallEntry, HistoryIndex } from "./pairing.js";
+import { CommittedList } from "./committed-list.js";
+import type { CallBlock, CallRecord, HistoryIndex } from "./pairing.js";
 import type { ProviderProfile } from "./profiles.js";
 import type {
   RenderDiagnostics,
@@ -21,194 +26,296 @@ import type {
 } from "./types.js";
 import { EMPTY_RESULT_TEXT, missingResultText } from "./wording.js";
 
-export type AssembleContext = {
+export type AssembleSettings = {
   profile: ProviderProfile;
   thinking: boolean;
   model: string | undefined;
   index: HistoryIndex;
-  projection: IdProjection;
-  /** Sanitized name per canonical call id. */
-  names: ReadonlyMap<string, string>;
-  diagnostics: RenderDiagnostics;
 };
 
 type PositionedThinking = HistoryBlock & ThinkingBlock;
 type DroppedThinkingReason = RenderDiagnostics["droppedThinking"][number]["reason"];
+type CoercionReason = RenderDiagnostics["coercedInputs"][number]["reason"];
+type OpenMessage = { thinking: PositionedThinking[]; texts: string[]; calls: CallRecord[] };
 
-type OpenMessage = { thinking: PositionedThinking[]; texts: string[]; calls: CallEntry[] };
+/** A call's input as sent: the object, its JSON, and what had to be coerced to get there. */
+type SerializedInput = {
+  source: unknown;
+  input: Record<string, unknown>;
+  json: string;
+  coercions: readonly CoercionReason[];
+};
 
 const REASONING_SEPARATOR = "\n\n";
 const USER_TEXT_SEPARATOR = "\n\n";
 
+/**
+ * Inputs serialized once per call block object, however often the block is rendered: a block's input
+ * does not change after the call is recorded (checked by identity all the same).
+ */
+const serializedInputs = new WeakMap<CallBlock, SerializedInput>();
+
 export function isBlank(text: string): boolean {
+  // Most texts start with a visible ASCII character: no need to trim those.
+  const first = text.charCodeAt(0);
+  if (first > 0x20 && first < 0x7f) return false;
   return text.trim().length === 0;
 }
 
-export function assembleMessages(
-  blocks: readonly HistoryBlock[],
-  context: AssembleContext,
-): RenderedMessage[] {
-  const { diagnostics } = context;
-  const messages: RenderedMessage[] = [];
-  let open: OpenMessage = { thinking: [], texts: [], calls: [] };
+export class Assembler {
+  readonly messages = new CommittedList<RenderedMessage>();
+  readonly movedBlocks = new CommittedList<RenderDiagnostics["movedBlocks"][number]>();
+  readonly droppedThinking = new CommittedList<RenderDiagnostics["droppedThinking"][number]>();
+  readonly droppedText = new CommittedList<RenderDiagnostics["droppedText"][number]>();
+  readonly emptyResults = new CommittedList<RenderDiagnostics["emptyResults"][number]>();
+  readonly coercedInputs = new CommittedList<RenderDiagnostics["coercedInputs"][number]>();
+  /** The first block the next render walks: every block before it is in committed messages. */
+  checkpointBlock = 0;
+  private checkpointPlacedUpTo = -1;
+  private checkpointCallBlocks = 0;
+  /** tool_call blocks walked so far (an index into the first pass's `callBlocks`). */
+  private callBlocksSeen = 0;
+  /** The assistant message being gathered; its arrays are reused (emptied) once it is emitted. */
+  private readonly open: OpenMessage = { thinking: [], texts: [], calls: [] };
+  private hasOpen = false;
   /** Array index of the latest result placed so far: blocks before it were recorded ahead of a result. */
-  let resultsPlacedUpTo = -1;
+  private resultsPlacedUpTo = -1;
+  private readonly lists: readonly CommittedList<unknown>[] = [
+    this.messages,
+    this.movedBlocks,
+    this.droppedThinking,
+    this.droppedText,
+    this.emptyResults,
+    this.coercedInputs,
+  ];
 
-  const noteIfMoved = (block: HistoryBlock & { kind: "text" | "thinking" }, index: number) => {
-    if (index < resultsPlacedUpTo) {
-      diagnostics.movedBlocks.push({ position: block.position, kind: block.kind, role: block.role });
+  /** `onCommit(from, to)` is told about messages[from..to) just before they become final. */
+  constructor(
+    private readonly settings: AssembleSettings,
+    private readonly onCommit: (from: number, to: number) => void,
+  ) {}
+
+  /** Walks `blocks` from the last checkpoint to the end (the first pass must already cover them). */
+  run(blocks: readonly HistoryBlock[]): void {
+    for (const list of this.lists) list.rewind();
+    this.clearOpen();
+    this.hasOpen = false;
+    this.resultsPlacedUpTo = this.checkpointPlacedUpTo;
+    this.callBlocksSeen = this.checkpointCallBlocks;
+    for (let index = this.checkpointBlock; index < blocks.length; index++) {
+      this.step(blocks[index]!, index);
+      if (!this.hasOpen && this.lastRole() !== "user") this.checkpoint(index + 1);
     }
-  };
+    this.close();
+  }
 
-  const close = () => {
-    const closed = open;
-    open = { thinking: [], texts: [], calls: [] };
-    const placedUpTo = emitAssistant(closed, messages, context);
-    if (placedUpTo > resultsPlacedUpTo) resultsPlacedUpTo = placedUpTo;
-  };
+  private lastRole(): RenderedMessage["role"] | undefined {
+    const items = this.messages.items;
+    return items.length === 0 ? undefined : items[items.length - 1]!.role;
+  }
 
-  for (let index = 0; index < blocks.length; index++) {
-    const block = blocks[index]!;
+  private checkpoint(blockIndex: number): void {
+    this.checkpointBlock = blockIndex;
+    this.checkpointPlacedUpTo = this.resultsPlacedUpTo;
+    this.checkpointCallBlocks = this.callBlocksSeen;
+    if (this.messages.length > this.messages.committed) {
+      this.onCommit(this.messages.committed, this.messages.length);
+    }
+    for (const list of this.lists) list.commit();
+  }
+
+  private step(block: HistoryBlock, index: number): void {
+    const open = this.open;
     switch (block.kind) {
       case "text": {
         if (isBlank(block.text)) {
-          diagnostics.droppedText.push({ position: block.position, role: block.role, reason: "empty" });
-          break;
+          this.droppedText.push({ position: block.position, role: block.role, reason: "empty" });
+          return;
         }
         if (block.role === "user") {
-          close();
-          noteIfMoved(block, index);
-          const last = messages[messages.length - 1];
-          if (last?.role === "user") last.text += USER_TEXT_SEPARATOR + block.text;
-          else messages.push({ role: "user", text: block.text });
+          this.close();
+          const items = this.messages.items;
+          const last = items[items.length - 1];
+          if (last?.role === "user") {
+            this.noteIfMoved(block, index);
+            last.text += USER_TEXT_SEPARATOR + block.text;
+            return;
+          }
+          // Nothing is open and the last message is final: a checkpoint before this block.
+          this.checkpoint(index);
+          this.noteIfMoved(block, index);
+          items.push({ role: "user", text: block.text });
         } else {
-          if (open.calls.length > 0) close();
-          noteIfMoved(block, index);
+          if (open.calls.length > 0) this.close();
+          this.noteIfMoved(block, index);
           open.texts.push(block.text);
+          this.hasOpen = true;
         }
-        break;
+        return;
       }
       case "thinking": {
-        const dropReason = thinkingDropReason(block, context);
+        const dropReason = this.thinkingDropReason(block);
         if (dropReason !== undefined) {
-          diagnostics.droppedThinking.push({ position: block.position, reason: dropReason });
-          break;
+          this.droppedThinking.push({ position: block.position, reason: dropReason });
+          return;
         }
-        if (open.calls.length > 0) close();
-        noteIfMoved(block, index);
+        if (open.calls.length > 0) this.close();
+        this.noteIfMoved(block, index);
         open.thinking.push(block);
-        break;
+        this.hasOpen = true;
+        return;
       }
       case "tool_call": {
         // Only the first block of a canonical id is the call; the first pass reported the others.
-        if (context.index.calls.get(block.callId)?.index === index) open.calls.push({ block, index });
-        break;
+        const record = this.settings.index.callBlocks[this.callBlocksSeen++];
+        if (record !== undefined) {
+          open.calls.push(record);
+          this.hasOpen = true;
+        }
+        return;
       }
       case "tool_response": {
-        if (open.calls.length > 0) close();
-        break;
+        if (open.calls.length > 0) this.close();
+        return;
       }
     }
   }
-  close();
-  return messages;
-}
 
-/** Why a thinking block cannot be sent to this profile at all, or undefined when it may be. */
-function thinkingDropReason(
-  block: ThinkingBlock,
-  context: AssembleContext,
-): DroppedThinkingReason | undefined {
-  const { profile } = context;
-  if (profile.thinking === "drop") return "profile_drops_thinking";
-  if (!context.thinking) return "thinking_disabled";
-  if (profile.thinking === "reasoning-content") return undefined;
-  if (typeof block.signature !== "string" || block.signature.length === 0) return "no_signature";
-  if (block.provider !== profile.provider) return "other_provider";
-  if (context.model !== undefined && block.model !== context.model) return "other_model";
-  return undefined;
-}
-
-/**
- * Appends the assistant message (if it has any content) and its tool results; returns the highest
- * history index among the results it placed (-1 when none).
- */
-function emitAssistant(open: OpenMessage, messages: RenderedMessage[], context: AssembleContext): number {
-  const { diagnostics, profile } = context;
-  const hasCalls = open.calls.length > 0;
-  if (!hasCalls && open.texts.length === 0) {
-    for (const block of open.thinking) {
-      diagnostics.droppedThinking.push({ position: block.position, reason: "no_other_content" });
+  private noteIfMoved(block: HistoryBlock & { kind: "text" | "thinking" }, index: number): void {
+    if (index < this.resultsPlacedUpTo) {
+      this.movedBlocks.push({ position: block.position, kind: block.kind, role: block.role });
     }
-    return -1;
   }
 
-  const content: RenderedAssistantPart[] = [];
-  const message: RenderedAssistantMessage = { role: "assistant", content };
-  if (profile.thinking === "signed-blocks") {
-    for (const block of open.thinking) {
-      content.push({ type: "thinking", text: block.text, signature: block.signature! });
-    }
-  } else if (profile.thinking === "reasoning-content" && context.thinking) {
-    if (hasCalls) {
-      message.reasoningContent = open.thinking.map((block) => block.text).join(REASONING_SEPARATOR);
-    } else {
+  private close(): void {
+    if (!this.hasOpen) return;
+    this.hasOpen = false;
+    const placedUpTo = this.emitAssistant(this.open);
+    this.clearOpen();
+    if (placedUpTo > this.resultsPlacedUpTo) this.resultsPlacedUpTo = placedUpTo;
+  }
+
+  private clearOpen(): void {
+    this.open.thinking.length = 0;
+    this.open.texts.length = 0;
+    this.open.calls.length = 0;
+  }
+
+  /** Why a thinking block cannot be sent to this profile at all, or undefined when it may be. */
+  private thinkingDropReason(block: ThinkingBlock): DroppedThinkingReason | undefined {
+    const { profile, thinking, model } = this.settings;
+    if (profile.thinking === "drop") return "profile_drops_thinking";
+    if (!thinking) return "thinking_disabled";
+    if (profile.thinking === "reasoning-content") return undefined;
+    if (typeof block.signature !== "string" || block.signature.length === 0) return "no_signature";
+    if (block.provider !== profile.provider) return "other_provider";
+    if (model !== undefined && block.model !== model) return "other_model";
+    return undefined;
+  }
+
+  /**
+   * Appends the assistant message (if it has any content) and its tool results; returns the highest
+   * history index among the results it placed (-1 when none).
+   */
+  private emitAssistant(open: OpenMessage): number {
+    const { profile } = this.settings;
+    const messages = this.messages.items;
+    const hasCalls = open.calls.length > 0;
+    if (!hasCalls && open.texts.length === 0) {
       for (const block of open.thinking) {
-        diagnostics.droppedThinking.push({ position: block.position, reason: "no_tool_calls" });
+        this.droppedThinking.push({ position: block.position, reason: "no_other_content" });
+      }
+      return -1;
+    }
+
+    // Arrays of their final size: a growing array would reserve room for 16 entries.
+    const signedThinking = profile.thinking === "signed-blocks" ? open.thinking.length : 0;
+    const content = new Array<RenderedAssistantPart>(signedThinking + open.texts.length + open.calls.length);
+    let at = 0;
+    const message: RenderedAssistantMessage = { role: "assistant", content };
+    if (signedThinking > 0) {
+      for (const block of open.thinking) {
+        content[at++] = { type: "thinking", text: block.text, signature: block.signature! };
+      }
+    } else if (profile.thinking === "reasoning-content" && this.settings.thinking) {
+      if (hasCalls) {
+        message.reasoningContent = open.thinking.map((block) => block.text).join(REASONING_SEPARATOR);
+      } else {
+        for (const block of open.thinking) {
+          this.droppedThinking.push({ position: block.position, reason: "no_tool_calls" });
+        }
       }
     }
-  }
-  for (const text of open.texts) content.push({ type: "text", text });
-  if (!hasCalls) {
-    messages.push(message);
-    return -1;
-  }
+    for (const text of open.texts) content[at++] = { type: "text", text };
+    if (!hasCalls) {
+      messages.push(message);
+      return -1;
+    }
 
-  const results: RenderedToolResult[] = [];
-  let placedUpTo = -1;
-  for (const entry of open.calls) {
-    const part = toolCallPart(entry, context);
-    content.push(part);
-    const winner = context.index.results.get(part.canonicalId);
-    if (!winner) {
-      results.push({
+    const results = new Array<RenderedToolResult>(open.calls.length);
+    let placedUpTo = -1;
+    for (let call = 0; call < open.calls.length; call++) {
+      const record = open.calls[call]!;
+      const part = this.toolCallPart(record);
+      content[at++] = part;
+      const winner = record.winner;
+      if (winner === undefined) {
+        results[call] = {
+          id: part.id,
+          canonicalId: part.canonicalId,
+          name: part.name,
+          content: missingResultText(record.call!.name),
+          isError: true,
+          status: "interrupted",
+          synthetic: true,
+        };
+        continue;
+      }
+      if (record.winnerIndex > placedUpTo) placedUpTo = record.winnerIndex;
+      let text = winner.result;
+      if (typeof text !== "string" || isBlank(text)) {
+        this.emptyResults.push({ callId: part.canonicalId });
+        text = EMPTY_RESULT_TEXT;
+      }
+      results[call] = {
         id: part.id,
         canonicalId: part.canonicalId,
         name: part.name,
-        content: missingResultText(entry.block.name),
-        isError: true,
-        status: "interrupted",
-        synthetic: true,
-      });
-      continue;
+        content: text,
+        isError: winner.isError === true,
+        status: winner.status,
+        synthetic: false,
+      };
     }
-    if (winner.index > placedUpTo) placedUpTo = winner.index;
-    let text = winner.block.result;
-    if (typeof text !== "string" || isBlank(text)) {
-      diagnostics.emptyResults.push({ callId: part.canonicalId });
-      text = EMPTY_RESULT_TEXT;
-    }
-    results.push({
-      id: part.id,
-      canonicalId: part.canonicalId,
-      name: part.name,
-      content: text,
-      isError: winner.block.isError === true,
-      status: winner.block.status,
-      synthetic: false,
-    });
+    messages.push(message, { role: "tool_results", results });
+    return placedUpTo;
   }
-  messages.push(message, { role: "tool_results", results });
-  return placedUpTo;
+
+  private toolCallPart(record: CallRecord): RenderedToolCallPart {
+    const serialized = serializeInput(record.call!);
+    for (const reason of serialized.coercions) {
+      this.coercedInputs.push({ callId: record.callId, reason });
+    }
+    return {
+      type: "tool_call",
+      id: record.projectedId,
+      canonicalId: record.callId,
+      name: record.name,
+      input: serialized.input,
+      arguments: serialized.json,
+    };
+  }
 }
 
-function toolCallPart(entry: CallEntry, context: AssembleContext): RenderedToolCallPart {
-  const { block } = entry;
+function serializeInput(block: CallBlock): SerializedInput {
+  const memo = serializedInputs.get(block);
+  if (memo !== undefined && memo.source === block.input) return memo;
+  const coercions: CoercionReason[] = [];
   let input: Record<string, unknown>;
   if (isPlainObject(block.input)) {
     input = block.input;
   } else {
-    context.diagnostics.coercedInputs.push({ callId: block.callId, reason: "not_an_object" });
+    coercions.push("not_an_object");
     input = { value: block.input };
   }
   let json: string | undefined;
@@ -218,18 +325,13 @@ function toolCallPart(entry: CallEntry, context: AssembleContext): RenderedToolC
     json = undefined;
   }
   if (json === undefined) {
-    context.diagnostics.coercedInputs.push({ callId: block.callId, reason: "not_serializable" });
+    coercions.push("not_serializable");
     input = {};
     json = "{}";
   }
-  return {
-    type: "tool_call",
-    id: context.projection.toProjected.get(block.callId)!,
-    canonicalId: block.callId,
-    name: context.names.get(block.callId)!,
-    input,
-    arguments: json,
-  };
+  const serialized: SerializedInput = { source: block.input, input, json, coercions };
+  serializedInputs.set(block, serialized);
+  return serialized;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

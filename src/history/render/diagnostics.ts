@@ -1,6 +1,14 @@
-/** An empty diagnostics record for one render; each pass of the renderer appends what it decided. */
+/**
+ * The diagnostics of one render. Counting happens during the render (`RenderCounts`); the lists —
+ * several of them one entry per call — are assembled here only when somebody reads them, from what
+ * the passes recorded: the first pass's index as of the render, the walk's logs, the budget's choice,
+ * and the kept messages, on which the thinking settlement and the shape quirks are re-run to collect
+ * their decisions along with the emitted ids.
+ */
 import type { ProviderProfile } from "./profiles.js";
-import type { RenderDiagnostics } from "./types.js";
+import { applyShapeQuirks, settleSignedThinking } from "./shape.js";
+import type { BudgetCut } from "./budget.js";
+import type { IdMaps, RenderDiagnostics, RenderedMessage } from "./types.js";
 
 export function createDiagnostics(
   profile: ProviderProfile,
@@ -41,4 +49,105 @@ export function createDiagnostics(
       overBudget: false,
     },
   };
+}
+
+/** What the passes before the budget decided, as lists (see `TranscriptState.record`). */
+export type PassRecords = Pick<
+  RenderDiagnostics,
+  | "callIdsSeen"
+  | "idProjection"
+  | "dedupe"
+  | "duplicateCalls"
+  | "orphanResults"
+  | "resultsBeforeCall"
+  | "movedBlocks"
+  | "droppedThinking"
+  | "droppedText"
+  | "renamedTools"
+  | "coercedInputs"
+  | "emptyResults"
+  | "reordered"
+>;
+
+export type DiagnosticsSource = {
+  profile: ProviderProfile;
+  thinkingRequested: boolean;
+  budgetTokens: number;
+  cut: BudgetCut;
+  /** Builds the lists the passes recorded. */
+  records: () => PassRecords;
+  /** The messages the budget kept, before thinking settlement and shape quirks. */
+  keptMessages: () => RenderedMessage[];
+  /** The canonical ids of the calls the budget dropped. */
+  droppedCallIds: () => string[];
+};
+
+export type LazyDiagnostics = { diagnostics: () => RenderDiagnostics; ids: () => IdMaps };
+
+/** Diagnostics and ids built on first use, once. */
+export function lazyDiagnostics(source: DiagnosticsSource): LazyDiagnostics {
+  let built: { diagnostics: RenderDiagnostics; ids: IdMaps } | undefined;
+  const build = () => (built ??= buildDiagnostics(source));
+  return { diagnostics: () => build().diagnostics, ids: () => build().ids };
+}
+
+function buildDiagnostics(source: DiagnosticsSource): { diagnostics: RenderDiagnostics; ids: IdMaps } {
+  const { profile, cut } = source;
+  const diagnostics = createDiagnostics(profile, source.thinkingRequested, source.budgetTokens);
+  Object.assign(diagnostics, source.records());
+  diagnostics.budget = {
+    budgetTokens: source.budgetTokens,
+    estimatedTokens: cut.estimatedTokens,
+    renderedTokens: cut.renderedTokens,
+    droppedTurns: cut.droppedTurns,
+    droppedMessages: cut.droppedMessages,
+    droppedToolCalls: cut.droppedToolCalls,
+    droppedCallIds: source.droppedCallIds(),
+    ...(cut.summary === undefined ? {} : { summary: cut.summary }),
+    overBudget: cut.overBudget,
+  };
+  const settled = settleSignedThinking(source.keptMessages(), profile, diagnostics);
+  const messages = applyShapeQuirks(settled, profile, diagnostics);
+  return { diagnostics, ids: recordEmitted(messages, diagnostics) };
+}
+
+/** Fills the emitted call and result lists and returns the id maps of the emitted calls. */
+export function recordEmitted(
+  messages: readonly RenderedMessage[],
+  diagnostics: RenderDiagnostics | undefined,
+): IdMaps {
+  const toProjected = new Map<string, string>();
+  const toCanonical = new Map<string, string>();
+  for (const message of messages) {
+    if (message.role === "assistant") {
+      for (const part of message.content) {
+        if (part.type !== "tool_call") continue;
+        diagnostics?.emittedCalls.push({
+          canonicalId: part.canonicalId,
+          projectedId: part.id,
+          name: part.name,
+        });
+        toProjected.set(part.canonicalId, part.id);
+        toCanonical.set(part.id, part.canonicalId);
+      }
+    } else if (message.role === "tool_results" && diagnostics !== undefined) {
+      for (const result of message.results) {
+        if (result.synthetic) {
+          diagnostics.syntheticResults.push({
+            callId: result.canonicalId,
+            projectedId: result.id,
+            name: result.name,
+            reason: "no_result_recorded",
+          });
+        }
+        diagnostics.emittedResults.push({
+          canonicalId: result.canonicalId,
+          projectedId: result.id,
+          status: result.status,
+          synthetic: result.synthetic,
+        });
+      }
+    }
+  }
+  return { toProjected, toCanonical };
 }

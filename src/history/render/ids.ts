@@ -1,20 +1,25 @@
 /**
  * Tool-call id projection (DESIGN.md §5.6 point 4): the id each provider sees for a canonical call.
  *
- * - OpenAI `call_…` (at most 40 characters), Anthropic `toolu_…` of `[a-zA-Z0-9_-]`, Mistral exactly
- *   9 of `[A-Za-z0-9]`: a native-looking id (the provider's own `providerCallId`, else the canonical
- *   id) is kept when no earlier call took it; every other call gets an id derived from a hash of its
- *   canonical id, re-salted until it is free. Native ids are reserved before any id is generated, so a
- *   generated id never collides with a kept one.
+ * - OpenAI (`call`), Anthropic (`toolu`), Mistral (`mistral-9`): an id the provider accepts — the
+ *   provider's own `providerCallId`, else the canonical id — is kept as it is when no earlier call took
+ *   it. Accepted means the provider's documented rule (PROVIDERS.md): OpenAI at most 40 characters
+ *   (printable ASCII, no spaces, to stay on the safe side), Anthropic `^[a-zA-Z0-9_-]+$`, Mistral
+ *   exactly 9 of `[A-Za-z0-9]`. Every other call gets an id derived from a hash of its canonical id
+ *   (`call_…`, `toolu_…`, 9 characters), re-salted until it is free. Kept ids are reserved before any
+ *   id is generated, so a generated id never collides with a kept one.
  * - Kimi `functions.<name>:<index>`, the index counted over every call of the history: unique by
  *   construction, and the model reads the function name back from it (PROVIDERS.md).
  *
  * Deterministic (no randomness, no clock), injective within one projection (the empty id included),
- * O(n) with one Set and two Maps.
+ * O(n) with one map of held ids. Incremental: `IdProjector.project` takes calls in batches as a history grows and
+ * gives each call the id a single projection of the whole history would give it — or reports that an
+ * appended call takes an id already generated for an earlier one, which only a full projection can
+ * settle.
  */
 import type { IdFormat } from "./profiles.js";
 import { TOOL_NAME_PATTERN } from "./profiles.js";
-import { sanitizeToolName } from "./tool-names.js";
+import { createToolNameSanitizer } from "./tool-names.js";
 
 export type ProjectableCall = {
   callId: string;
@@ -33,15 +38,41 @@ export type IdProjection = {
   generated: number;
 };
 
+/** A call the projector writes its id into. */
+export type ProjectionTarget = {
+  readonly callId: string;
+  readonly providerCallId: string | undefined;
+  readonly name: string;
+  projectedId: string;
+  idKept: boolean;
+};
+
+/** Which call holds each projected id. */
+export type IdHolders = {
+  /** `asking` is the call the id is looked up for (a hint: its own canonical id is the usual case). */
+  holderOf(projectedId: string, asking: ProjectionTarget): ProjectionTarget | undefined;
+  hold(projectedId: string, call: ProjectionTarget): void;
+};
+
+/** `IdHolders` in a map of their own. */
+export function idHolderMap(): IdHolders {
+  const holders = new Map<string, ProjectionTarget>();
+  return {
+    holderOf: (projectedId) => holders.get(projectedId),
+    hold: (projectedId, call) => void holders.set(projectedId, call),
+  };
+}
+
 export const OPENAI_MAX_ID_LENGTH = 40;
 const GENERATED_SUFFIX_LENGTH = 24;
 const MISTRAL_ID_LENGTH = 9;
 const ALPHANUMERIC = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const ALPHANUMERIC_CODES = Array.from(ALPHANUMERIC, (character) => character.charCodeAt(0));
 
-/** What a well-formed projected id looks like, per format. */
+/** Ids each provider accepts (kept as they are); everything the projector generates matches too. */
 export const ID_PATTERNS: Readonly<Record<IdFormat, RegExp>> = {
-  call: /^call_[A-Za-z0-9_-]{1,35}$/,
-  toolu: /^toolu_[A-Za-z0-9_-]+$/,
+  call: /^[!-~]{1,40}$/,
+  toolu: /^[A-Za-z0-9_-]+$/,
   "mistral-9": /^[A-Za-z0-9]{9}$/,
   "kimi-functions": /^functions\.[A-Za-z0-9_-]{1,64}:(0|[1-9][0-9]*)$/,
 };
@@ -51,62 +82,130 @@ export function isWellFormedId(id: string, format: IdFormat): boolean {
 }
 
 /**
+ * Projects ids batch by batch, in transcript order. `project(calls, from)` assigns `projectedId` to each
+ * call of the batch: first every accepted native id of the batch is reserved, then the rest are generated —
+ * exactly what one projection of all calls so far would assign, as long as no call of the batch wants
+ * an id generated for an earlier call. Then `project` returns false and the projector must not be used
+ * again: only a projection from scratch can give those calls their ids.
+ */
+export class IdProjector {
+  private readonly pattern: RegExp;
+  private readonly sanitize = createToolNameSanitizer(TOOL_NAME_PATTERN);
+  private projectedCount = 0;
+  kept = 0;
+  generated = 0;
+
+  /** `holders` is not used for Kimi, whose ids are unique by construction. */
+  constructor(
+    readonly format: IdFormat,
+    private readonly holders: IdHolders = idHolderMap(),
+  ) {
+    this.pattern = ID_PATTERNS[format];
+  }
+
+  /** Projects `calls[from..]`, the calls first seen since the previous batch. */
+  project(calls: readonly ProjectionTarget[], from = 0): boolean {
+    if (this.format === "kimi-functions") {
+      for (let index = from; index < calls.length; index++) {
+        const call = calls[index]!;
+        call.projectedId = `functions.${this.sanitize(call.name)}:${this.projectedCount++}`;
+        call.idKept = false;
+        this.generated++;
+      }
+      return true;
+    }
+    if (!this.reserveNatives(calls, from)) return false;
+    for (let index = from; index < calls.length; index++) {
+      const call = calls[index]!;
+      if (call.idKept) continue;
+      let salt = 0;
+      let id = generateId(call.callId, salt, this.format);
+      while (this.holders.holderOf(id, call) !== undefined) {
+        id = generateId(call.callId, ++salt, this.format);
+      }
+      call.projectedId = id;
+      this.holders.hold(id, call);
+      this.generated++;
+    }
+    this.projectedCount += calls.length - from;
+    return true;
+  }
+
+  /** Phase 1: native ids, first come first served; false when one was already generated for another call. */
+  private reserveNatives(calls: readonly ProjectionTarget[], from: number): boolean {
+    for (let index = from; index < calls.length; index++) {
+      const call = calls[index]!;
+      call.idKept = false;
+      let native = this.freeNative(call.providerCallId, call);
+      if (native === undefined) native = this.freeNative(call.callId, call);
+      if (native === null) return false;
+      if (native === undefined) continue;
+      call.projectedId = native;
+      call.idKept = true;
+      this.holders.hold(native, call);
+      this.kept++;
+    }
+    return true;
+  }
+
+  /**
+   * `candidate` when the provider accepts it and no call holds it; undefined when it is not accepted or
+   * a kept id already holds it; null when an id generated for an earlier call holds it — a
+   * whole-history projection reserves native ids before generating any, so that call's id would change.
+   */
+  private freeNative(candidate: string | undefined, call: ProjectionTarget): string | undefined | null {
+    if (candidate === undefined || !this.pattern.test(candidate)) return undefined;
+    const holder = this.holders.holderOf(candidate, call);
+    if (holder === undefined) return candidate;
+    return holder.idKept ? undefined : null;
+  }
+}
+
+/**
  * Projects the ids of `calls` (distinct canonical ids, in transcript order; later repeats of a
  * canonical id are ignored) into `format`.
  */
 export function projectCallIds(calls: readonly ProjectableCall[], format: IdFormat): IdProjection {
+  const targets = new Map<string, ProjectionTarget>();
+  for (const call of calls) {
+    if (targets.has(call.callId)) continue;
+    targets.set(call.callId, {
+      callId: call.callId,
+      providerCallId: call.providerCallId,
+      name: call.name,
+      projectedId: "",
+      idKept: false,
+    });
+  }
+  const projector = new IdProjector(format);
+  projector.project([...targets.values()]);
   const toProjected = new Map<string, string>();
   const toCanonical = new Map<string, string>();
-  if (format === "kimi-functions") {
-    for (const call of calls) {
-      if (toProjected.has(call.callId)) continue;
-      const name = sanitizeToolName(call.name, TOOL_NAME_PATTERN);
-      const id = `functions.${name}:${toProjected.size}`;
-      toProjected.set(call.callId, id);
-      toCanonical.set(id, call.callId);
-    }
-    return { toProjected, toCanonical, kept: 0, generated: toProjected.size };
+  for (const target of targets.values()) {
+    toProjected.set(target.callId, target.projectedId);
+    toCanonical.set(target.projectedId, target.callId);
   }
-
-  // Phase 1: reserve native-looking ids, first come first served.
-  const pattern = ID_PATTERNS[format];
-  const pending: string[] = [];
-  for (const call of calls) {
-    if (toProjected.has(call.callId)) continue;
-    const native = [call.providerCallId, call.callId].find(
-      (candidate): candidate is string =>
-        candidate !== undefined && pattern.test(candidate) && !toCanonical.has(candidate),
-    );
-    if (native === undefined) {
-      pending.push(call.callId);
-      // Mark as seen so a repeated canonical id is neither reserved nor generated twice.
-      toProjected.set(call.callId, "");
-      continue;
-    }
-    toProjected.set(call.callId, native);
-    toCanonical.set(native, call.callId);
-  }
-  const kept = toCanonical.size;
-
-  // Phase 2: generate the rest, avoiding every reserved id.
-  for (const callId of pending) {
-    let salt = 0;
-    let id = generateId(callId, salt, format);
-    while (toCanonical.has(id)) id = generateId(callId, ++salt, format);
-    toProjected.set(callId, id);
-    toCanonical.set(id, callId);
-  }
-  return { toProjected, toCanonical, kept, generated: pending.length };
+  return { toProjected, toCanonical, kept: projector.kept, generated: projector.generated };
 }
 
+const CALL_PREFIX_CODES = Array.from("call_", (character) => character.charCodeAt(0));
+const TOOLU_PREFIX_CODES = Array.from("toolu_", (character) => character.charCodeAt(0));
+
 function generateId(callId: string, salt: number, format: Exclude<IdFormat, "kimi-functions">): string {
-  const next = pseudoRandom(hash32(callId, salt));
+  const prefix = format === "call" ? CALL_PREFIX_CODES : format === "toolu" ? TOOLU_PREFIX_CODES : [];
   const length = format === "mistral-9" ? MISTRAL_ID_LENGTH : GENERATED_SUFFIX_LENGTH;
-  let suffix = "";
-  for (let index = 0; index < length; index++) suffix += ALPHANUMERIC[next() % ALPHANUMERIC.length];
-  if (format === "call") return `call_${suffix}`;
-  if (format === "toolu") return `toolu_${suffix}`;
-  return suffix;
+  const codes = new Array<number>(prefix.length + length);
+  for (let index = 0; index < prefix.length; index++) codes[index] = prefix[index]!;
+  // mulberry32 seeded with the hash: a small deterministic generator, fresh bits for each character.
+  let state = hash32(callId, salt);
+  for (let index = prefix.length; index < codes.length; index++) {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    codes[index] = ALPHANUMERIC_CODES[((value ^ (value >>> 14)) >>> 0) % ALPHANUMERIC_CODES.length]!;
+  }
+  return String.fromCharCode.apply(null, codes);
 }
 
 /** A 32-bit string hash (murmur-style mixing); the salt re-rolls it on a collision. */
@@ -119,16 +218,4 @@ function hash32(text: string, salt: number): number {
   hash = Math.imul(hash ^ text.length, 0x85ebca6b);
   hash ^= hash >>> 13;
   return hash >>> 0;
-}
-
-/** mulberry32: a small deterministic generator, so each suffix character draws fresh bits. */
-function pseudoRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return (value ^ (value >>> 14)) >>> 0;
-  };
 }

@@ -1,9 +1,16 @@
 /**
  * The transcript renderer (DESIGN.md §5.6): canonical history → a transcript the selected provider
- * accepts, with diagnostics; provider profiles; id projection; the context budget; shape adapters.
+ * accepts, with diagnostics; provider profiles; id projection; the context budget; shape adapters; a
+ * per-session cache that renders only what a session added since its previous render.
  */
 export { renderTranscript } from "./render.js";
 export { renderProviderRequest, type ProviderRequestMessages } from "./request.js";
+export {
+  DEFAULT_TRANSCRIPT_CACHE_SESSIONS,
+  TranscriptCache,
+  type TranscriptCacheOptions,
+  type TranscriptCacheStats,
+} from "./transcript-cache.js";
 export {
   PROFILES,
   PROFILE_NAMES,
@@ -20,10 +27,12 @@ export {
 export {
   ID_PATTERNS,
   OPENAI_MAX_ID_LENGTH,
+  IdProjector,
   isWellFormedId,
   projectCallIds,
   type IdProjection,
   type ProjectableCall,
+  type ProjectionTarget,
 } from "./ids.js";
 export {
   CHARACTERS_PER_TOKEN,

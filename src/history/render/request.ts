@@ -7,15 +7,24 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import type { HistoryBlock } from "../model.js";
 import { toAnthropicRequestMessages } from "./adapters-anthropic.js";
 import { toOpenAIChatMessages } from "./adapters-openai.js";
-import { getProfile, type ProviderProfile } from "./profiles.js";
-import { renderTranscript } from "./render.js";
-import type { IdMaps, RenderDiagnostics, RenderOptions } from "./types.js";
+import type { ProviderProfile } from "./profiles.js";
+import {
+  budgetTokensOf,
+  finalMessages,
+  renderFromScratch,
+  resolveProfile,
+  transcriptSettings,
+} from "./render.js";
+import type { Rendering, TranscriptSettings } from "./transcript-state.js";
+import type { IdMaps, RenderCounts, RenderDiagnostics, RenderOptions } from "./types.js";
 
 type RequestCommon = {
   /** Whether the request must be sent with thinking enabled (see `diagnostics.thinking`). */
-  thinking: boolean;
-  diagnostics: RenderDiagnostics;
-  ids: IdMaps;
+  readonly thinking: boolean;
+  /** Built on first access, like `ids`. */
+  readonly diagnostics: RenderDiagnostics;
+  readonly ids: IdMaps;
+  readonly counts: RenderCounts;
 };
 export type ProviderRequestMessages =
   | (RequestCommon & { format: "anthropic-messages"; messages: MessageParam[] })
@@ -26,10 +35,47 @@ export function renderProviderRequest(
   profile: ProviderProfile | string,
   options: RenderOptions = {},
 ): ProviderRequestMessages {
-  const resolved = typeof profile === "string" ? getProfile(profile) : profile;
-  const { messages, diagnostics, ids } = renderTranscript(history, resolved, options);
-  const common: RequestCommon = { thinking: diagnostics.thinking.effective, diagnostics, ids };
-  return resolved.format === "anthropic-messages"
-    ? { ...common, format: "anthropic-messages", messages: toAnthropicRequestMessages(messages) }
-    : { ...common, format: "openai-chat", messages: toOpenAIChatMessages(messages, resolved) };
+  const resolved = resolveProfile(profile);
+  const settings = transcriptSettings(resolved, options, true);
+  const { rendering } = renderFromScratch(history, settings, budgetTokensOf(resolved, options));
+  return providerRequestOf(rendering, settings);
+}
+
+/** The request a rendering stands for (shared with `TranscriptCache`). */
+export function providerRequestOf(
+  rendering: Rendering,
+  settings: TranscriptSettings,
+): ProviderRequestMessages {
+  const { lazy, counts } = rendering;
+  const thinking = settings.thinking && !rendering.thinkingDisabled;
+  // With thinking turned off every thinking block goes: the committed provider messages still carry
+  // theirs, so this rare request is translated from the settled messages instead.
+  const settled = rendering.providerMessages === undefined ? finalMessages(rendering, settings) : undefined;
+  if (settings.profile.format === "anthropic-messages") {
+    return {
+      format: "anthropic-messages",
+      messages: (rendering.providerMessages ?? toAnthropicRequestMessages(settled!)) as MessageParam[],
+      thinking,
+      counts,
+      get diagnostics() {
+        return lazy.diagnostics();
+      },
+      get ids() {
+        return lazy.ids();
+      },
+    };
+  }
+  return {
+    format: "openai-chat",
+    messages: (rendering.providerMessages ??
+      toOpenAIChatMessages(settled!, settings.profile)) as ChatCompletionMessageParam[],
+    thinking,
+    counts,
+    get diagnostics() {
+      return lazy.diagnostics();
+    },
+    get ids() {
+      return lazy.ids();
+    },
+  };
 }

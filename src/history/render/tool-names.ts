@@ -19,12 +19,18 @@ export function sanitizeToolName(name: string, pattern: RegExp): string {
 /** Memoizes `sanitizeToolName` for one render: histories repeat a handful of names many times. */
 export function createToolNameSanitizer(pattern: RegExp): (name: string) => string {
   const cache = new Map<string, string>();
+  let lastName: string | undefined;
+  let lastSanitized = "";
   return (name) => {
+    // Calls come in runs of the same tool: compare with the previous name before hashing.
+    if (name === lastName) return lastSanitized;
     let sanitized = cache.get(name);
     if (sanitized === undefined) {
       sanitized = sanitizeToolName(name, pattern);
       cache.set(name, sanitized);
     }
+    lastName = name;
+    lastSanitized = sanitized;
     return sanitized;
   };
 }

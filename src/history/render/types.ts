@@ -65,7 +65,8 @@ export type IdMaps = {
   toCanonical: ReadonlyMap<string, string>;
 };
 
-export type DedupeReason = "real_beats_synthetic" | "first_real_wins" | "first_synthetic_wins";
+export type DedupeReason =
+  "real_beats_synthetic" | "complete_beats_error" | "first_real_wins" | "first_synthetic_wins";
 
 /**
  * Everything the renderer decided, for `/transcript`, logs and tests. JSON-serializable. `position`
@@ -131,10 +132,33 @@ export type RenderDiagnostics = {
   budget: BudgetReport & { budgetTokens: number };
 };
 
+/** The numbers behind the diagnostics, counted during the render (the lists are built on demand). */
+export type RenderCounts = {
+  /** Distinct canonical call ids in the history. */
+  calls: number;
+  /** Calls (and so results) in the rendered transcript, after the budget. */
+  emittedCalls: number;
+  /** Of those, results the renderer made up because none was recorded. */
+  syntheticResults: number;
+  /** Duplicate results dropped, duplicate call blocks dropped, results without a call. */
+  dedupe: number;
+  duplicateCalls: number;
+  orphanResults: number;
+  /** Projected ids kept as the provider or the server wrote them, and generated ones. */
+  keptIds: number;
+  generatedIds: number;
+  droppedTurns: number;
+};
+
+/**
+ * A rendered transcript. `diagnostics` and `ids` list every call: they are built on first access
+ * (and then kept), so a render that nobody inspects does not pay for them.
+ */
 export type RenderResult = {
-  messages: RenderedMessage[];
-  diagnostics: RenderDiagnostics;
-  ids: IdMaps;
+  readonly messages: RenderedMessage[];
+  readonly diagnostics: RenderDiagnostics;
+  readonly ids: IdMaps;
+  readonly counts: RenderCounts;
 };
 
 /** What the context budget did to a transcript (diagnostics.budget, without the limit itself). */
