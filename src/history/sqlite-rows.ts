@@ -88,9 +88,27 @@ const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, s
       ELSE tool_call_count END AS tool_call_count
   FROM turns`;
 
-export type Statements = ReturnType<typeof prepareStatements>;
+export type Statements = Record<
+  | "insertSession"
+  | "updateStepMode"
+  | "selectSession"
+  | "updateSessionPosition"
+  | "insertTurn"
+  | "selectTurn"
+  | "selectTurns"
+  | "finishTurn"
+  | "insertBlock"
+  | "selectHistory"
+  | "insertEvent"
+  | "selectEvents"
+  | "selectLastSeq"
+  | "insertTrace"
+  | "selectTrace"
+  | "ping",
+  Statement
+>;
 
-export function prepareStatements(db: Database) {
+export function prepareStatements(db: Database): Statements {
   const prepare = (sql: string): Statement => db.prepare(sql);
   return {
     insertSession: prepare(
