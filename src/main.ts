@@ -1,10 +1,13 @@
 /**
- * Process entry: load configuration, open and migrate the database, recover turns a crash left
- * running, serve, and shut down cleanly on SIGTERM/SIGINT (active turns end with reason `shutdown`,
- * the database is closed, exit 0 within 10 s).
+ * Process entry: read `.env` from the working directory if there is one (the real environment wins),
+ * load configuration, open and migrate the database, recover turns a crash left running, serve, and
+ * shut down cleanly on SIGTERM/SIGINT (active turns end with reason `shutdown`, the database is
+ * closed, exit 0 within 10 s).
  */
 import { serve } from "@hono/node-server";
+import { existsSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
 import pino from "pino";
 import { buildApp } from "./app.js";
 import { loadConfig } from "./config/load.js";
@@ -17,9 +20,33 @@ const SHUTDOWN_TURN_WAIT_MS = 3_000;
 const SHUTDOWN_FLUSH_WAIT_MS = 3_000;
 const EXEC_DRAIN_MARGIN_MS = 1_000;
 
+/** The optional file of variables read from the working directory at start-up (see `.env.example`). */
+const ENV_FILE = ".env";
+
+/**
+ * Reads `.env` from the working directory into `process.env` when it exists; a variable already in the
+ * real environment keeps its value (Node's `process.loadEnvFile` never overwrites one).
+ */
+function loadEnvFile(): void {
+  const path = resolve(process.cwd(), ENV_FILE);
+  if (!existsSync(path)) return;
+  // process.loadEnvFile came with Node 20.12: an older Node would silently run without the file
+  if (typeof process.loadEnvFile !== "function") {
+    throw new ConfigError(
+      `${path} exists but this Node (${process.version}) cannot read it: use Node ≥ 20.12`,
+    );
+  }
+  try {
+    process.loadEnvFile(path);
+  } catch (error) {
+    throw new ConfigError(`${path}: cannot be read (${(error as Error).message})`);
+  }
+}
+
 function start(): void {
   let loaded;
   try {
+    loadEnvFile();
     loaded = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
