@@ -122,6 +122,10 @@ export class SqliteHistoryStore implements HistoryStore {
     return row && toSessionRecord(row);
   }
 
+  sessionOwner(id: string): string | null | undefined {
+    return this.selectSession(id)?.principal;
+  }
+
   beginTurn(turn: NewTurn): void {
     const session = this.live(turn.sessionId);
     this.queue.push({

@@ -44,6 +44,11 @@ export interface HistoryStore {
   createSession(id: string, agentId: string, principal?: string | null): SessionRecord;
   setSessionStepMode(id: string, enabled: boolean): void;
   getSession(id: string): SessionRecord | undefined;
+  /**
+   * The principal owning a session (null when auth was off), undefined when there is no such session.
+   * Always asks the database, so a known and an unknown id cost the same (ownership checks use it).
+   */
+  sessionOwner(id: string): string | null | undefined;
   /** Records the turn as running and its user message, in one transaction. */
   beginTurn(turn: NewTurn): void;
   /** Stores one assistant message (text, thinking, calls) and reserves a response slot per call. */

@@ -57,8 +57,8 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
    */
   const ownTurn = (principal: string | null, turnId: string) => {
     const turn = store.getTurn(turnId);
-    const session = store.getSession(turn?.sessionId ?? NO_SESSION_ID);
-    const visible = canAccess(principal, session?.principal ?? null);
+    // sessionOwner always asks the database: a session held in memory must not answer faster
+    const visible = canAccess(principal, store.sessionOwner(turn?.sessionId ?? NO_SESSION_ID) ?? null);
     return turn !== undefined && visible ? turn : undefined;
   };
   /** A place for one more SSE stream of `principal`, to release when the stream ends; else 429. */

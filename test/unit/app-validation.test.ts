@@ -435,7 +435,7 @@ describe("turn routes of someone else's turn and of an unknown turn", () => {
         unknown.body.replaceAll(unknownTurnId, "<id>"),
       );
       expect(theirs.lookups, route.path).toEqual(unknown.lookups);
-      expect(theirs.lookups, route.path).toEqual(expect.arrayContaining(["getTurn", "getSession"]));
+      expect(theirs.lookups, route.path).toEqual(expect.arrayContaining(["getTurn", "sessionOwner"]));
     }
     // and alice does see her turn
     const trace = await authApp.request(`/api/turns/${aliceTurnId}/trace`, { headers: ALICE });
