@@ -17,6 +17,7 @@ import { frameGuard } from "./http/frame-guard.js";
 import { HttpError, toHttpError } from "./http/http-error.js";
 import { allowedMethodsOf } from "./http/method-not-allowed.js";
 import { apiRoutes, type ApiEnv } from "./http/routes.js";
+import { StreamTokens, streamTokenAuth } from "./http/stream-tokens.js";
 import { jsonDepthGuard } from "./http/validation.js";
 import { webPageRoutes } from "./http/web-page.js";
 import { MAX_JSON_DEPTH } from "./json-depth.js";
@@ -52,10 +53,12 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
       }),
     );
   }
-  app.use("/api/*", bearerAuth(auth.tokens));
+  // one turn's stream may also be opened with a stream token (EventSource cannot send Authorization)
+  const streamTokens = new StreamTokens();
+  app.use("/api/*", streamTokenAuth(streamTokens, auth.tokens.length > 0, bearerAuth(auth.tokens)));
   app.use("/api/*", apiBodyLimit(server.bodyLimitBytes));
   app.use("/api/*", jsonDepthGuard(MAX_JSON_DEPTH));
-  app.route("/api", apiRoutes(deps));
+  app.route("/api", apiRoutes({ ...deps, streamTokens }));
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -11,6 +11,7 @@ import {
   sessionParamsSchema,
   startTurnBodySchema,
   stepModeBodySchema,
+  streamTokenBodySchema,
   toolParamsSchema,
   transcriptQuerySchema,
   turnParamsSchema,
@@ -49,7 +50,8 @@ const tooMany = (codes: string) => ({
 const eventStream = {
   content: { "text/event-stream": { schema: z.string() } },
   description:
-    "Server-Sent Events: `id: <seq>`, `event: <type>`, `data: <json>`; `ping` every 15 s of silence",
+    "Server-Sent Events: first `retry: 2000`, then `id: <seq>`, `event: <type>`, `data: <json>`; " +
+    "`ping` every 15 s of silence",
 };
 const ok = z.object({ ok: z.literal(true) }).catchall(z.unknown());
 
@@ -143,11 +145,38 @@ export const eventsRoute = createRoute({
   method: "get",
   path: "/turns/{id}/events",
   summary: "Replay a turn's events after Last-Event-ID, then follow it live",
+  description:
+    "Without an Authorization header, `?token=` (from `POST /turns/{id}/stream-token`) authenticates " +
+    "this one turn's stream, for browsers' EventSource.",
   request: { params: turnParamsSchema, query: eventsQuerySchema, headers: eventsHeadersSchema },
   responses: {
     200: eventStream,
+    204: {
+      description: "The turn has ended and Last-Event-ID is at or past its last event: nothing to send",
+    },
     ...errors,
     429: tooMany("`too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
+  },
+});
+
+export const streamTokenRoute = createRoute({
+  method: "post",
+  path: "/turns/{id}/stream-token",
+  summary: "A short-lived token that opens this turn's event stream (`GET /turns/{id}/events?token=`)",
+  request: {
+    params: turnParamsSchema,
+    body: { content: { "application/json": { schema: streamTokenBodySchema } }, required: false },
+  },
+  responses: {
+    200: json(
+      z.object({ token: z.string(), expiresAt: z.number().int() }).openapi("StreamToken", {
+        description: "`expiresAt`: epoch milliseconds after which it opens nothing",
+      }),
+      "The token",
+    ),
+    ...errors,
+    415: json(errorSchema, "Not JSON"),
+    429: tooMany("`too_many_stream_tokens`: 256 live tokens per principal"),
   },
 });
 

@@ -6,6 +6,7 @@
  * streams; beyond, 429 with `Retry-After`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
@@ -20,15 +21,24 @@ import {
   historyRoute,
   startTurnRoute,
   stepModeRoute,
+  streamTokenRoute,
   traceRoute,
   transcriptRoute,
 } from "./route-definitions.js";
 import { renderProviderRequest } from "../history/render/index.js";
 import { StreamLimits } from "./stream-limits.js";
-import { streamTurnEvents } from "./turn-stream.js";
+import type { StreamTokens } from "./stream-tokens.js";
+import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
 
-export type RouteDeps = { manager: TurnManager; store: HistoryStore; config: Config };
+export type RouteDeps = {
+  manager: TurnManager;
+  store: HistoryStore;
+  config: Config;
+  logger: Logger;
+  /** Issues the tokens `streamTokenAuth` (in front of these routes) accepts on `/events`. */
+  streamTokens: StreamTokens;
+};
 
 export type ApiEnv = { Variables: AuthVariables };
 
@@ -193,8 +203,23 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const headers = context.req.valid("header");
     const principal = context.get("principal");
     if (!ownTurn(principal, id)) throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
+    const afterSeq = headers["last-event-id"] ?? query.lastEventId ?? 0;
+    // before taking a stream's place: a client that has it all must not be refused for the limit
+    if (hasEverything(streamDeps, id, afterSeq)) return context.body(null, 204);
     const release = acquireStream(principal);
-    return streamTurnEvents(streamDeps, id, headers["last-event-id"] ?? query.lastEventId ?? 0, release);
+    return streamTurnEvents(streamDeps, id, afterSeq, release);
+  });
+
+  api.openapi(streamTokenRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const { ttlSeconds } = context.req.valid("json");
+    const principal = context.get("principal");
+    if (!ownTurn(principal, id)) throw new HttpError(404, "turn_not_found", `Turn not found: ${id}`);
+    const issued = deps.streamTokens.issue(id, principal, ttlSeconds);
+    // the token itself is a credential: never logged
+    deps.logger.debug({ turnId: id, principal, expiresAt: issued.expiresAt }, "stream token issued");
+    // a credential: no cache may keep it
+    return context.json(issued, 200, { "Cache-Control": "no-store" });
   });
 
   api.openapi(traceRoute, (context) => {

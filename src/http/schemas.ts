@@ -1,5 +1,6 @@
 /** zod schemas of the HTTP API's inputs (DESIGN.md §3), shared by validation and the OpenAPI document. */
 import { z } from "@hono/zod-openapi";
+import { MAX_STREAM_TOKEN_TTL_SECONDS } from "./stream-tokens.js";
 
 export const idSchema = z
   .string()
@@ -30,9 +31,24 @@ export const lastEventIdSchema = z
   .regex(/^\d{1,15}$/, "must be a non-negative whole number (the last seq received)")
   .transform(Number);
 
-export const eventsQuerySchema = z.strictObject({ lastEventId: lastEventIdSchema.optional() });
+/** A stream token (`<id>.<secret>`, base64url parts) from `POST /api/turns/:id/stream-token`. */
+export const streamTokenSchema = z
+  .string()
+  .max(256)
+  .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, "must be a token from POST /api/turns/{id}/stream-token");
+
+export const eventsQuerySchema = z.strictObject({
+  lastEventId: lastEventIdSchema.optional(),
+  token: streamTokenSchema.optional(),
+});
 export const eventsHeadersSchema = z.object({ "last-event-id": lastEventIdSchema.optional() });
 export const emptyQuerySchema = z.strictObject({});
+
+export const streamTokenBodySchema = z
+  .strictObject({
+    ttlSeconds: z.number().int().min(1).max(MAX_STREAM_TOKEN_TTL_SECONDS).optional(),
+  })
+  .openapi("StreamTokenRequest");
 
 export const continueBodySchema = z.strictObject({ pauseId: z.string().min(1).max(128) }).openapi("Continue");
 export const stepModeBodySchema = z.strictObject({ enabled: z.boolean() }).openapi("StepMode");

@@ -1,5 +1,6 @@
 /**
- * The SSE writer: a `text/event-stream` Response whose events are written as `id`, `event`, `data`
+ * The SSE writer: a `text/event-stream` Response that opens with a `retry:` field (how long an
+ * EventSource waits before reconnecting) and whose events are written as `id`, `event`, `data`
  * lines, with a `ping` after every `pingIntervalMs` of silence (re-armed on each write, so an active
  * stream sends none). `onClose` runs once, whether we end the stream, the client goes away, or
  * `open` throws (then no stream is returned).
@@ -12,6 +13,14 @@ export const SSE_HEADERS = {
   Connection: "keep-alive",
   "X-Accel-Buffering": "no",
 } as const;
+
+/**
+ * The reconnection delay every stream announces (DESIGN.md §9): a browser's EventSource otherwise
+ * uses its browser's own default (3 s in Chromium). 2 s resumes a
+ * dropped stream soon without hammering the server; after a turn's end the reconnect gets a 204, which
+ * stops it.
+ */
+export const SSE_RETRY_MS = 2_000;
 
 export type SseWriter = {
   send(event: TurnEvent): void;
@@ -31,6 +40,11 @@ export type SseOptions = {
 /** Formats one turn event as an SSE frame. */
 export function formatEvent(event: TurnEvent): string {
   return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/** The field that opens every stream: an EventSource reconnects after `retryMs`. */
+export function formatRetry(retryMs: number): string {
+  return `retry: ${retryMs}\n\n`;
 }
 
 export function formatPing(at: number): string {
@@ -75,7 +89,7 @@ export function sseResponse(options: SseOptions): Response {
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       controllerRef = controller;
-      armPing();
+      write(formatRetry(SSE_RETRY_MS));
       try {
         options.open(writer);
       } catch (error) {

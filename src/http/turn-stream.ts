@@ -2,7 +2,9 @@
  * Streams a turn's events over SSE: the persisted events after `afterSeq`, then the live tail until the
  * terminal event. A turn that has already ended is replayed from its event log and the stream closes.
  * The caller's `onClose` (the stream's place in the per-principal limit) runs exactly once: when the
- * stream ends however it ends, or at once when no stream is opened.
+ * stream ends however it ends, or at once when no stream is opened. `hasEverything` tells a client
+ * that already holds the whole of an ended turn, so it can be answered 204 (DESIGN.md §9: a browser's
+ * EventSource stops reconnecting on a 204).
  */
 import { isTerminalEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
@@ -11,6 +13,17 @@ import { HttpError } from "./http-error.js";
 import { sseResponse } from "./sse.js";
 
 export type TurnStreamDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
+
+/**
+ * Whether a client whose last event is `afterSeq` has everything of `turnId`: the turn has ended and
+ * `afterSeq` is at or past its last event. A running turn has more to come, always.
+ */
+export function hasEverything(deps: TurnStreamDeps, turnId: string, afterSeq: number): boolean {
+  const active = deps.manager.get(turnId);
+  if (active && !active.finished) return false;
+  // the event log is complete once the turn is finished: its end commits at once (lastEventSeq reads it)
+  return afterSeq >= deps.store.lastEventSeq(turnId);
+}
 
 /** Returns an SSE response for `turnId`; a 404 HttpError when no such turn exists. */
 export function streamTurnEvents(

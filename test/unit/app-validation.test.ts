@@ -283,7 +283,7 @@ describe("HTTP client errors", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("text/event-stream");
     const text = await response.text();
-    expect(text).toMatch(/^id: 1\nevent: turn_start\n/);
+    expect(text).toMatch(/^retry: 2000\n\nid: 1\nevent: turn_start\n/);
     expect(text).toMatch(/event: turn_complete\n/);
   });
 

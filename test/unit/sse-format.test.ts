@@ -1,10 +1,18 @@
 /**
- * The SSE writer (DESIGN.md §4): exact frame bytes, keep-alive pings after silence (fake timers),
- * headers, and a close callback that runs exactly once however the stream ends.
+ * The SSE writer (DESIGN.md §4, §9): exact frame bytes, the `retry:` field that opens every stream,
+ * keep-alive pings after silence (fake timers), headers, and a close callback that runs exactly once
+ * however the stream ends.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
-import { formatEvent, formatPing, sseResponse, type SseWriter } from "../../src/http/sse.js";
+import {
+  SSE_RETRY_MS,
+  formatEvent,
+  formatPing,
+  formatRetry,
+  sseResponse,
+  type SseWriter,
+} from "../../src/http/sse.js";
 
 const PING_INTERVAL_MS = 1000;
 
@@ -16,7 +24,10 @@ const textDelta = (seq: number, text: string): TurnEvent => ({
   at: 1_700_000_000_000 + seq,
 });
 
-describe("formatEvent / formatPing", () => {
+/** What every stream starts with: an EventSource's reconnection delay. */
+const RETRY_FIELD = "retry: 2000\n\n";
+
+describe("formatEvent / formatPing / formatRetry", () => {
   it("writes id, event and data lines and a blank line", () => {
     expect(formatEvent(textDelta(1, "hi"))).toBe(
       'id: 1\nevent: text_delta\ndata: {"type":"text_delta","text":"hi","turnId":"turn_1","seq":1,"at":1700000000001}\n\n',
@@ -36,6 +47,11 @@ describe("formatEvent / formatPing", () => {
 
   it("writes a ping without an id", () => {
     expect(formatPing(42)).toBe('event: ping\ndata: {"at":42}\n\n');
+  });
+
+  it("writes the reconnection delay as a retry field alone (no event for a client to dispatch)", () => {
+    expect(SSE_RETRY_MS).toBe(2000);
+    expect(formatRetry(SSE_RETRY_MS)).toBe(RETRY_FIELD);
   });
 });
 
@@ -91,26 +107,35 @@ describe("sseResponse", () => {
     writer.close();
   });
 
-  it("writes events as they are sent", async () => {
+  it("opens the stream with the retry field at once, before any event", async () => {
+    const { writer, chunks } = openStream();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(chunks).toEqual([RETRY_FIELD]);
+    writer.close();
+  });
+
+  it("writes events as they are sent, after the retry field", async () => {
     const { writer, chunks, pump } = openStream();
     writer.send(textDelta(1, "a"));
     writer.send(textDelta(2, "b"));
     writer.close();
     await pump;
-    expect(chunks.join("")).toBe(formatEvent(textDelta(1, "a")) + formatEvent(textDelta(2, "b")));
+    expect(chunks.join("")).toBe(
+      RETRY_FIELD + formatEvent(textDelta(1, "a")) + formatEvent(textDelta(2, "b")),
+    );
   });
 
   it("sends a ping after pingIntervalMs of silence, not before", async () => {
     const { writer, chunks } = openStream();
     await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS - 1);
-    expect(chunks).toEqual([]);
+    expect(chunks).toEqual([RETRY_FIELD]);
     await vi.advanceTimersByTimeAsync(1);
-    expect(chunks).toEqual([formatPing(PING_INTERVAL_MS)]);
+    expect(chunks).toEqual([RETRY_FIELD, formatPing(PING_INTERVAL_MS)]);
     // and again after another interval of silence
     await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS - 1);
-    expect(chunks).toHaveLength(1);
+    expect(chunks).toHaveLength(2);
     await vi.advanceTimersByTimeAsync(1);
-    expect(chunks).toEqual([formatPing(PING_INTERVAL_MS), formatPing(2 * PING_INTERVAL_MS)]);
+    expect(chunks).toEqual([RETRY_FIELD, formatPing(PING_INTERVAL_MS), formatPing(2 * PING_INTERVAL_MS)]);
     writer.close();
   });
 
@@ -142,7 +167,7 @@ describe("sseResponse", () => {
     expect(vi.getTimerCount()).toBe(0);
     writer.send(textDelta(1, "late"));
     await vi.advanceTimersByTimeAsync(10 * PING_INTERVAL_MS);
-    expect(chunks).toEqual([]);
+    expect(chunks).toEqual([RETRY_FIELD]);
   });
 
   it("runs onClose once when the reader cancels, and stops pinging", async () => {
@@ -156,6 +181,6 @@ describe("sseResponse", () => {
     expect(closes()).toBe(1);
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(10 * PING_INTERVAL_MS);
-    expect(chunks).toEqual([formatEvent(textDelta(1, "a"))]);
+    expect(chunks).toEqual([RETRY_FIELD, formatEvent(textDelta(1, "a"))]);
   });
 });
