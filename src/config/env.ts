@@ -50,6 +50,7 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { variable: "MAX_TURN_DEPTH", path: ["turns", "maxDepth"], parse: "integer" },
   { variable: "STEP_PAUSE_TIMEOUT_MS", path: ["turns", "stepPauseTimeoutMs"], parse: "integer" },
   { variable: "STEP_ON_TIMEOUT", path: ["turns", "stepOnTimeout"], parse: "string" },
+  { variable: "APPROVAL_TIMEOUT_MS", path: ["turns", "approvalTimeoutMs"], parse: "integer" },
   { variable: "MAX_CHILD_TURNS", path: ["turns", "maxChildTurns"], parse: "integer" },
   {
     variable: "MAX_CONCURRENT_CHILD_TURNS",

@@ -54,6 +54,47 @@ export const toolOverrideSchema = z.strictObject({
   fallback: z.string().min(1).optional(),
 });
 
+/** What an agent may run: tool names or `*` patterns (`docs__*`). */
+const toolPattern = z.string().regex(/^[A-Za-z0-9_*-]{1,64}$/, "a tool name or a * pattern");
+
+/** One agent (DESIGN.md §8.1): its prompt, model, tools, approval policy and limits. */
+export const agentSchema = z.strictObject({
+  description: z.string().default(""),
+  /** The system prompt; never stored as a history block. */
+  instructions: z.string().optional(),
+  provider: z.enum(PROVIDER_NAMES).optional(),
+  model: z.string().min(1).optional(),
+  /** Tools offered to the model and allowed to run; names or `*` patterns. */
+  tools: z.array(toolPattern).default([]),
+  /** Tool name or pattern → whether a call waits for a person's approval (default `never`). */
+  approval: z.record(toolPattern, z.enum(["always", "never"])).default({}),
+  /** Limits that replace the global ones for this agent's turns. */
+  limits: z
+    .strictObject({
+      maxSteps: z.number().int().min(1).max(1000).optional(),
+      turnTimeoutMs: milliseconds.min(0).optional(),
+      tools: z.record(z.string(), toolOverrideSchema).optional(),
+    })
+    .prefault({}),
+});
+
+/** An MCP server (DESIGN.md §8.2), in the shape other MCP hosts use: a command (stdio) or a URL. */
+export const mcpServerSchema = z.union([
+  z.strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+  }),
+  z.strictObject({
+    url: z.string().url(),
+    headers: z.record(z.string(), z.string()).default({}),
+  }),
+]);
+
+export const AGENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
 export const configSchema = z.strictObject({
   server: z
     .strictObject({
@@ -150,6 +191,8 @@ export const configSchema = z.strictObject({
       maxConcurrentChildTurns: z.number().int().min(1).max(1_000).default(4),
       /** Events one turn may write; reaching it ends the turn (reason `limit`). */
       maxEventsPerTurn: z.number().int().min(100).max(10_000_000).default(20_000),
+      /** How long a call waits for a person's approval before it is rejected. */
+      approvalTimeoutMs: positiveMilliseconds.default(600_000),
       /** Text and thinking deltas are coalesced for this long, or until this many characters. */
       deltaCoalesceMs: milliseconds.min(0).default(30),
       deltaCoalesceChars: z.number().int().min(1).max(1_000_000).default(2_048),
@@ -184,6 +227,16 @@ export const configSchema = z.strictObject({
       maxStreamsPerPrincipal: z.number().int().min(1).max(100_000).default(32),
     })
     .prefault({}),
+  /** Agents by id; none configured: one built-in agent `default`. */
+  agents: z
+    .record(z.string().regex(AGENT_ID_PATTERN, "an agent id: [A-Za-z0-9_-]{1,64}"), agentSchema)
+    .default({}),
+  /** The agent of turns that name none (and of new sessions). */
+  defaultAgent: z.string().regex(AGENT_ID_PATTERN).optional(),
+  /** MCP servers whose tools are offered as `<server>__<tool>`. */
+  mcpServers: z
+    .record(z.string().regex(MCP_SERVER_NAME_PATTERN, "a server name: [A-Za-z0-9_-]{1,64}"), mcpServerSchema)
+    .default({}),
   stream: z
     .strictObject({
       progressAfterMs: positiveMilliseconds.default(DEFAULT_PROGRESS_AFTER_MS),
@@ -200,3 +253,5 @@ export type ConfigInput = z.input<typeof configSchema>;
 /** Configuration after defaults and clamping. */
 export type Config = z.output<typeof configSchema>;
 export type ToolOverride = z.output<typeof toolOverrideSchema>;
+export type AgentConfig = z.output<typeof agentSchema>;
+export type McpServerConfig = z.output<typeof mcpServerSchema>;

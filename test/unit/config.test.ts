@@ -93,7 +93,10 @@ describe("defaults", () => {
         deltaCoalesceMs: 30,
         deltaCoalesceChars: 2_048,
         loopDetector: { windowSize: 20, warnAt: 3, stopAt: 5 },
+        approvalTimeoutMs: 600_000,
       },
+      agents: {},
+      mcpServers: {},
       limits: { maxTurnsPerPrincipal: 8, maxStreamsPerPrincipal: 32 },
       auth: { tokens: [], disabled: false },
       resilience: {

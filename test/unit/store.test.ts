@@ -103,6 +103,8 @@ describe("SqliteHistoryStore", () => {
       { version: 1, name: "001_initial.sql" },
       { version: 2, name: "002_turn_trace.sql" },
       { version: 3, name: "003_session_owner_and_step_mode.sql" },
+      { version: 4, name: "004_session_titles_and_usage.sql" },
+      { version: 5, name: "005_rejected_results.sql" },
     ]);
     startTurn(first);
     first.close();
@@ -112,6 +114,8 @@ describe("SqliteHistoryStore", () => {
       { version: 1, name: "001_initial.sql" },
       { version: 2, name: "002_turn_trace.sql" },
       { version: 3, name: "003_session_owner_and_step_mode.sql" },
+      { version: 4, name: "004_session_titles_and_usage.sql" },
+      { version: 5, name: "005_rejected_results.sql" },
     ]);
     expect(migrate(second.db)).toEqual([]);
     expect(summary(second)).toEqual(["0 user: go"]);
@@ -338,6 +342,8 @@ describe("a database built by schema version 1", () => {
       { version: 1 },
       { version: 2 },
       { version: 3 },
+      { version: 4 },
+      { version: 5 },
     ]);
     expect(store.getSession("ses_v1")).toEqual({
       id: "ses_v1",
