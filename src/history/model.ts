@@ -60,7 +60,12 @@ export type TurnRecord = {
   toolCallCount: number;
   parentTurnId: string | null;
   depth: number;
+  /** Tokens the provider reported, summed over the turn's inferences; null until the turn completes. */
+  usage: TokenUsage | null;
 };
+
+/** Tokens as the provider reported them (input: the prompt; output: what the model produced). */
+export type TokenUsage = { inputTokens: number; outputTokens: number };
 
 export type SessionRecord = {
   id: string;
@@ -70,4 +75,9 @@ export type SessionRecord = {
   /** The principal that owns the session; null when auth is off. */
   principal: string | null;
   stepMode: boolean;
+  /** Given at creation or by a rename, else the first user message cut to 80 characters; null before. */
+  title: string | null;
 };
+
+/** A session as its owner's list shows it. */
+export type SessionSummary = SessionRecord & { turnCount: number };

@@ -27,7 +27,11 @@ export type SessionRow = {
   principal: string | null;
   step_mode: number;
   next_position: number;
+  title: string | null;
 };
+
+/** A session row as the owner's list reads it: with its number of turns. */
+export type SessionSummaryRow = SessionRow & { turn_count: number };
 
 export type TurnRow = {
   id: string;
@@ -43,11 +47,21 @@ export type TurnRow = {
   tool_call_count: number;
   parent_turn_id: string | null;
   depth: number;
+  input_tokens: number | null;
+  output_tokens: number | null;
 };
 
 /** One write of a batch; a batch runs its writes in order, in one transaction. */
 export type WriteOp =
-  | { kind: "session"; id: string; agentId: string; at: number; principal: string | null }
+  | {
+      kind: "session";
+      id: string;
+      agentId: string;
+      at: number;
+      principal: string | null;
+      title: string | null;
+    }
+  | { kind: "title"; id: string; title: string }
   | { kind: "step_mode"; id: string; enabled: boolean; at: number }
   | {
       kind: "turn";
@@ -69,6 +83,8 @@ export type WriteOp =
       stopReason: string | null;
       abortReason: string | null;
       endedAt: number;
+      inputTokens: number | null;
+      outputTokens: number | null;
     }
   | { kind: "event"; turnId: string; seq: number; type: string; at: number; payload: string }
   | {
@@ -81,9 +97,13 @@ export type WriteOp =
       detail: string;
     };
 
+/** Session columns with the session's number of turns. */
+const SELECT_SESSION_SUMMARY = `SELECT *, (SELECT COUNT(*) FROM turns WHERE session_id = sessions.id) AS turn_count
+  FROM sessions`;
+
 /** Turn columns; a running turn's call count is counted live, an ended one's is the one recorded. */
 const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, stop_reason, abort_reason, started_at,
-    ended_at, parent_turn_id, depth, CASE WHEN status = 'running'
+    ended_at, parent_turn_id, depth, input_tokens, output_tokens, CASE WHEN status = 'running'
       THEN (SELECT COUNT(*) FROM history_blocks WHERE turn_id = turns.id AND kind = 'tool_call')
       ELSE tool_call_count END AS tool_call_count
   FROM turns`;
@@ -91,6 +111,20 @@ const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, s
 export type Statements = Record<
   | "insertSession"
   | "updateStepMode"
+  | "updateTitle"
+  | "selectSessionSummary"
+  | "selectFirstSessions"
+  | "selectSessionsAfter"
+  | "selectTurnPosition"
+  | "selectNewestTurns"
+  | "selectTurnsBefore"
+  | "selectTurnBlocks"
+  | "deleteSessionEvents"
+  | "deleteSessionTrace"
+  | "detachChildTurns"
+  | "deleteSessionBlocks"
+  | "deleteSessionTurns"
+  | "deleteSession"
   | "selectSession"
   | "updateSessionPosition"
   | "insertTurn"
@@ -112,9 +146,33 @@ export function prepareStatements(db: Database): Statements {
   const prepare = (sql: string): Statement => db.prepare(sql);
   return {
     insertSession: prepare(
-      "INSERT INTO sessions (id, agent_id, created_at, updated_at, principal) VALUES (?, ?, ?, ?, ?)",
+      "INSERT INTO sessions (id, agent_id, created_at, updated_at, principal, title) VALUES (?, ?, ?, ?, ?, ?)",
     ),
     updateStepMode: prepare("UPDATE sessions SET step_mode = ?, updated_at = ? WHERE id = ?"),
+    updateTitle: prepare("UPDATE sessions SET title = ? WHERE id = ?"),
+    selectSessionSummary: prepare(`${SELECT_SESSION_SUMMARY} WHERE id = ?`),
+    // newest activity first; `principal IS ?` matches NULL (auth off) too; index sessions_by_owner_and_activity
+    selectFirstSessions: prepare(
+      `${SELECT_SESSION_SUMMARY} WHERE principal IS @principal ORDER BY updated_at DESC, id DESC LIMIT @limit`,
+    ),
+    selectSessionsAfter: prepare(
+      `${SELECT_SESSION_SUMMARY} WHERE principal IS @principal
+         AND (updated_at < @updatedAt OR (updated_at = @updatedAt AND id < @id))
+       ORDER BY updated_at DESC, id DESC LIMIT @limit`,
+    ),
+    selectTurnPosition: prepare("SELECT started_at, rowid FROM turns WHERE id = ? AND session_id = ?"),
+    selectNewestTurns: prepare(
+      `${SELECT_TURN} WHERE session_id = @sessionId ORDER BY started_at DESC, rowid DESC LIMIT @limit`,
+    ),
+    selectTurnsBefore: prepare(
+      `${SELECT_TURN} WHERE session_id = @sessionId
+         AND (started_at < @startedAt OR (started_at = @startedAt AND rowid < @rowid))
+       ORDER BY started_at DESC, rowid DESC LIMIT @limit`,
+    ),
+    selectTurnBlocks: prepare(
+      `SELECT * FROM history_blocks WHERE session_id = ?
+         AND turn_id IN (SELECT value FROM json_each(?)) ORDER BY position`,
+    ),
     selectSession: prepare("SELECT * FROM sessions WHERE id = ?"),
     updateSessionPosition: prepare("UPDATE sessions SET next_position = ?, updated_at = ? WHERE id = ?"),
     insertTurn: prepare(
@@ -127,7 +185,7 @@ export function prepareStatements(db: Database): Statements {
          AND (@sessionId IS NULL OR session_id = @sessionId) ORDER BY started_at, rowid`,
     ),
     finishTurn: prepare(
-      `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?,
+      `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?, input_tokens = ?, output_tokens = ?,
          tool_call_count = (SELECT COUNT(*) FROM history_blocks WHERE turn_id = ? AND kind = 'tool_call')
        WHERE id = ? AND status = 'running'`,
     ),
@@ -146,6 +204,21 @@ export function prepareStatements(db: Database): Statements {
     ),
     selectTrace: prepare("SELECT * FROM turn_trace WHERE turn_id = ? ORDER BY seq"),
     ping: prepare("SELECT 1 AS ok"),
+    // deleting a session: its turns' events and trace, its blocks, its turns, then the session
+    deleteSessionEvents: prepare(
+      "DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE session_id = ?)",
+    ),
+    deleteSessionTrace: prepare(
+      "DELETE FROM turn_trace WHERE turn_id IN (SELECT id FROM turns WHERE session_id = ?)",
+    ),
+    // a child turn (in its own session) outlives its deleted parent, no longer linked to it
+    detachChildTurns: prepare(
+      `UPDATE turns SET parent_turn_id = NULL WHERE session_id != @sessionId
+         AND parent_turn_id IN (SELECT id FROM turns WHERE session_id = @sessionId)`,
+    ),
+    deleteSessionBlocks: prepare("DELETE FROM history_blocks WHERE session_id = ?"),
+    deleteSessionTurns: prepare("DELETE FROM turns WHERE session_id = ?"),
+    deleteSession: prepare("DELETE FROM sessions WHERE id = ?"),
   };
 }
 
@@ -209,8 +282,8 @@ function blockParams(op: BlockOp): unknown[] {
 
 /**
  * Writes one batch (call it inside a transaction). Rows go in dependency order — sessions, turns,
- * blocks, the sessions' next positions (the last of each session only), step-mode switches and turn
- * ends, events, trace — and events and blocks in multi-row INSERTs. A row that fails is reported and
+ * blocks, the sessions' next positions (the last of each session only), step-mode switches, titles and
+ * turn ends, events, trace — and events and blocks in multi-row INSERTs. A row that fails is reported and
  * costs only itself.
  */
 export function writeBatch(
@@ -238,6 +311,7 @@ export function writeBatch(
         positions.set(op.sessionId, op);
         break;
       case "step_mode":
+      case "title":
       case "end_turn":
         updates.push(op);
         break;
@@ -291,7 +365,10 @@ function insertChunked<Op extends WriteOp>(
 export function runWrite(statements: Statements, op: WriteOp): void {
   switch (op.kind) {
     case "session":
-      statements.insertSession.run(op.id, op.agentId, op.at, op.at, op.principal);
+      statements.insertSession.run(op.id, op.agentId, op.at, op.at, op.principal, op.title);
+      return;
+    case "title":
+      statements.updateTitle.run(op.title, op.id);
       return;
     case "step_mode":
       statements.updateStepMode.run(op.enabled ? 1 : 0, op.at, op.id);
@@ -329,7 +406,16 @@ export function runWrite(statements: Statements, op: WriteOp): void {
       statements.updateSessionPosition.run(op.next, op.at, op.sessionId);
       return;
     case "end_turn":
-      statements.finishTurn.run(op.status, op.stopReason, op.abortReason, op.endedAt, op.turnId, op.turnId);
+      statements.finishTurn.run(
+        op.status,
+        op.stopReason,
+        op.abortReason,
+        op.endedAt,
+        op.inputTokens,
+        op.outputTokens,
+        op.turnId,
+        op.turnId,
+      );
       return;
     case "event":
       statements.insertEvent.run(op.turnId, op.seq, op.type, op.at, op.payload);
@@ -422,5 +508,9 @@ export function toTurnRecord(row: TurnRow): TurnRecord {
     toolCallCount: row.tool_call_count,
     parentTurnId: row.parent_turn_id,
     depth: row.depth,
+    usage:
+      row.input_tokens === null || row.output_tokens === null
+        ? null
+        : { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
   };
 }

@@ -24,6 +24,7 @@ import type {
   BlockContent,
   HistoryBlock,
   SessionRecord,
+  SessionSummary,
   ToolResponseBlock,
   TurnRecord,
   TurnStatus,
@@ -37,11 +38,22 @@ import {
   toTurnRecord,
   type BlockRow,
   type SessionRow,
+  type SessionSummaryRow,
   type Statements,
   type TurnRow,
   type WriteOp,
 } from "./sqlite-rows.js";
-import type { CloseOpenCall, HistoryStore, NewTurn, OpenCall, TurnOutcome } from "./store.js";
+import {
+  AUTOMATIC_TITLE_CHARS,
+  type CloseOpenCall,
+  type HistoryStore,
+  type NewTurn,
+  type OpenCall,
+  type SessionPage,
+  type SessionPosition,
+  type TurnOutcome,
+  type TurnPage,
+} from "./store.js";
 import { WriteQueue } from "./write-queue.js";
 
 /** Sessions kept in memory beyond those with a running turn (least recently used go first). */
@@ -65,6 +77,8 @@ export class SqliteHistoryStore implements HistoryStore {
   /** The session of each running turn this process started or ended. */
   private readonly runningTurns = new Map<string, string>();
   private readonly cachedSessions: number;
+  /** Removes a session and everything of it, in one transaction. */
+  private readonly removeSession: (id: string) => boolean;
 
   /** Opens (creating if needed) the database at `filename` and applies pending migrations. */
   constructor(filename: string, options: SqliteStoreOptions = {}) {
@@ -97,15 +111,101 @@ export class SqliteHistoryStore implements HistoryStore {
       },
       onError: (error, ops) => onWriteError(error, `batch of ${ops.length} writes`),
     });
+    this.removeSession = this.db.transaction((id: string): boolean => {
+      statements.deleteSessionEvents.run(id);
+      statements.deleteSessionTrace.run(id);
+      statements.detachChildTurns.run({ sessionId: id });
+      statements.deleteSessionBlocks.run(id);
+      statements.deleteSessionTurns.run(id);
+      return statements.deleteSession.run(id).changes > 0;
+    });
   }
 
-  createSession(id: string, agentId: string, principal: string | null = null): SessionRecord {
+  createSession(id: string, agentId: string, principal: string | null = null, title?: string): SessionRecord {
     const at = this.now();
     if (this.sessions.has(id)) throw new Error(`Session ${id} already exists`);
-    this.queue.push({ kind: "session", id, agentId, at, principal });
-    const record = { id, agentId, createdAt: at, updatedAt: at, principal, stepMode: false };
+    this.queue.push({ kind: "session", id, agentId, at, principal, title: title ?? null });
+    const record = {
+      id,
+      agentId,
+      createdAt: at,
+      updatedAt: at,
+      principal,
+      stepMode: false,
+      title: title ?? null,
+    };
     this.remember(new LiveSession(record, 0));
     return { ...record };
+  }
+
+  listSessions(principal: string | null, limit: number, after?: SessionPosition): SessionPage {
+    this.flush();
+    // one more than asked for tells whether another page follows
+    const rows = (
+      after
+        ? this.statements.selectSessionsAfter.all({ principal, limit: limit + 1, ...after })
+        : this.statements.selectFirstSessions.all({ principal, limit: limit + 1 })
+    ) as SessionSummaryRow[];
+    const sessions = rows.slice(0, limit).map(toSessionSummary);
+    const last = sessions.at(-1);
+    return {
+      sessions,
+      next: rows.length > limit && last ? { updatedAt: last.updatedAt, id: last.id } : null,
+    };
+  }
+
+  getSessionSummary(id: string): SessionSummary | undefined {
+    this.flush();
+    const row = this.statements.selectSessionSummary.get(id) as SessionSummaryRow | undefined;
+    return row && toSessionSummary(row);
+  }
+
+  renameSession(id: string, title: string): boolean {
+    if (!this.selectSession(id)) return false;
+    const cached = this.sessions.get(id);
+    if (cached) cached.record.title = title;
+    this.queue.push({ kind: "title", id, title });
+    this.flush();
+    return true;
+  }
+
+  deleteSession(id: string): boolean {
+    for (const sessionId of this.runningTurns.values()) {
+      if (sessionId === id) throw new Error(`Session ${id} has a running turn`);
+    }
+    // what is queued for it is written first, so nothing of it arrives after the delete
+    this.flush();
+    const removed = this.removeSession(id);
+    this.sessions.delete(id);
+    return removed;
+  }
+
+  pageTurns(sessionId: string, limit: number, before?: string): TurnPage | undefined {
+    this.flush();
+    let rows: TurnRow[];
+    if (before === undefined) {
+      rows = this.statements.selectNewestTurns.all({ sessionId, limit: limit + 1 }) as TurnRow[];
+    } else {
+      const position = this.statements.selectTurnPosition.get(before, sessionId) as
+        { started_at: number; rowid: number } | undefined;
+      if (!position) return undefined;
+      rows = this.statements.selectTurnsBefore.all({
+        sessionId,
+        limit: limit + 1,
+        startedAt: position.started_at,
+        rowid: position.rowid,
+      }) as TurnRow[];
+    }
+    const turns = rows.slice(0, limit).reverse().map(toTurnRecord);
+    const blockRows = this.statements.selectTurnBlocks.all(
+      sessionId,
+      JSON.stringify(turns.map((turn) => turn.id)),
+    ) as BlockRow[];
+    return {
+      turns,
+      blocks: blockRows.map(toHistoryBlock),
+      nextBefore: rows.length > limit ? (turns[0]?.id ?? null) : null,
+    };
   }
 
   setSessionStepMode(id: string, enabled: boolean): void {
@@ -141,6 +241,11 @@ export class SqliteHistoryStore implements HistoryStore {
     });
     this.runningTurns.set(turn.id, turn.sessionId);
     this.append(session, turn.id, [{ kind: "text", role: "user", text: turn.userMessage }]);
+    if (session.record.title === null) {
+      const title = automaticTitle(turn.userMessage);
+      session.record.title = title;
+      this.queue.push({ kind: "title", id: turn.sessionId, title });
+    }
   }
 
   appendAssistant(sessionId: string, turnId: string, blocks: BlockContent[]): void {
@@ -172,6 +277,8 @@ export class SqliteHistoryStore implements HistoryStore {
       stopReason: outcome.stopReason ?? null,
       abortReason: outcome.abortReason ?? null,
       endedAt: outcome.endedAt ?? this.now(),
+      inputTokens: outcome.usage?.inputTokens ?? null,
+      outputTokens: outcome.usage?.outputTokens ?? null,
     });
     this.runningTurns.delete(turnId);
     return closed;
@@ -347,6 +454,8 @@ export class SqliteHistoryStore implements HistoryStore {
       this.queue.push({ kind: "block", block, content: serialised[index] as string, responsePosition });
     });
     this.queue.push({ kind: "position", sessionId: session.sessionId, next: session.nextPosition, at });
+    // the position write moves updated_at in the database; the record in memory follows it
+    session.record.updatedAt = at;
   }
 
   private respond(
@@ -381,7 +490,21 @@ function toSessionRecord(row: SessionRow): SessionRecord {
     updatedAt: row.updated_at,
     principal: row.principal,
     stepMode: row.step_mode === 1,
+    title: row.title,
   };
+}
+
+function toSessionSummary(row: SessionSummaryRow): SessionSummary {
+  return { ...toSessionRecord(row), turnCount: row.turn_count };
+}
+
+/**
+ * A session's title from its first user message: white space collapsed to single spaces, cut to
+ * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half).
+ */
+export function automaticTitle(message: string): string {
+  const characters = Array.from(message.replace(/\s+/g, " ").trim());
+  return characters.slice(0, AUTOMATIC_TITLE_CHARS).join("");
 }
 
 /** An in-memory store for programs that run turns in-process: the same SQLite code, no file. */

@@ -9,6 +9,8 @@ import type {
   BlockContent,
   HistoryBlock,
   SessionRecord,
+  SessionSummary,
+  TokenUsage,
   ToolResponseBlock,
   TurnRecord,
   TurnStatus,
@@ -32,7 +34,21 @@ export type TurnOutcome = {
   stopReason?: string;
   abortReason?: string;
   endedAt?: number;
+  /** Tokens the provider reported over the turn's inferences (kept on the turn record). */
+  usage?: TokenUsage;
 };
+
+/** Where a page of sessions starts: after this one in newest-activity-first order. */
+export type SessionPosition = { updatedAt: number; id: string };
+
+/** One page of an owner's sessions; `next` is where the following page starts (none: last page). */
+export type SessionPage = { sessions: SessionSummary[]; next: SessionPosition | null };
+
+/** The newest turns of a page of history and their blocks; `nextBefore` pages on to older turns. */
+export type TurnPage = { turns: TurnRecord[]; blocks: HistoryBlock[]; nextBefore: string | null };
+
+/** Longest automatic session title (the first user message is cut to it). */
+export const AUTOMATIC_TITLE_CHARS = 80;
 
 /** A call stored without a response yet. */
 export type OpenCall = { callId: string; name: string };
@@ -41,7 +57,23 @@ export type OpenCall = { callId: string; name: string };
 export type CloseOpenCall = (call: OpenCall) => Omit<ToolResponseBlock, "kind" | "role" | "callId" | "name">;
 
 export interface HistoryStore {
-  createSession(id: string, agentId: string, principal?: string | null): SessionRecord;
+  createSession(id: string, agentId: string, principal?: string | null, title?: string): SessionRecord;
+  /** The owner's sessions, newest activity first (`updatedAt`, then id), `limit` at most, after `after`. */
+  listSessions(principal: string | null, limit: number, after?: SessionPosition): SessionPage;
+  /** A session with its turn count, undefined when there is no such session. */
+  getSessionSummary(id: string): SessionSummary | undefined;
+  /** Sets the session's title; false when there is no such session. */
+  renameSession(id: string, title: string): boolean;
+  /**
+   * Removes the session with its turns, history, events and trace, in one transaction, and forgets
+   * it in memory. False when there is no such session; throws while one of its turns is running here.
+   */
+  deleteSession(id: string): boolean;
+  /**
+   * The session's newest `limit` turns that started before turn `before` (all turns when absent),
+   * oldest first, with their blocks. Undefined when `before` is not a turn of this session.
+   */
+  pageTurns(sessionId: string, limit: number, before?: string): TurnPage | undefined;
   setSessionStepMode(id: string, enabled: boolean): void;
   getSession(id: string): SessionRecord | undefined;
   /**

@@ -352,6 +352,7 @@ describe("a database built by schema version 1", () => {
       updatedAt: 1700000009000,
       principal: null,
       stepMode: false,
+      title: null,
     });
     expect(store.getHistory("ses_v1").map(({ createdAt: _createdAt, ...block }) => block)).toEqual([
       {
@@ -452,6 +453,7 @@ describe("a database built by schema version 1", () => {
         toolCallCount: 1,
         parentTurnId: null,
         depth: 0,
+        usage: null,
       },
       {
         id: "turn_v1b",
@@ -467,6 +469,7 @@ describe("a database built by schema version 1", () => {
         toolCallCount: 1,
         parentTurnId: null,
         depth: 0,
+        usage: null,
       },
     ]);
     expect(store.listTurns({ status: "running" })).toEqual([]);
