@@ -49,7 +49,7 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     ...toolRef,
     result: z.string(),
     isError: z.boolean(),
-    status: z.enum(["complete", "error", "cancelled", "timeout", "interrupted"]),
+    status: z.enum(["complete", "error", "cancelled", "timeout", "interrupted", "rejected"]),
     durationMs: z.number(),
     attempts: z.number(),
   }),
@@ -66,6 +66,21 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     delayMs: z.number(),
     error: z.string(),
     classification: z.enum(["transient", "permanent"]),
+  }),
+  /** A call that needs a person's approval waits (DESIGN.md §8.3); `deadlineMs` is epoch ms. */
+  z.object({
+    type: z.literal("tool_approval_request"),
+    ...toolRef,
+    input: z.unknown(),
+    deadlineMs: z.number(),
+  }),
+  /** The decision on a waiting call; `reason` on a rejection (`approval timed out` at the deadline). */
+  z.object({
+    type: z.literal("tool_approval"),
+    ...toolRef,
+    decision: z.enum(["approve", "reject"]),
+    edited: z.boolean(),
+    reason: z.string().optional(),
   }),
   /** A failed inference (429, 5xx, network, before any output) about to be retried; not an error. */
   z.object({

@@ -7,6 +7,7 @@ import { join, resolve } from "node:path";
 import { customAlphabet } from "nanoid";
 import pino, { type Logger } from "pino";
 import type { Config } from "./config/schema.js";
+import { approvalPolicy } from "./agents/approval-policy.js";
 import { SqliteHistoryStore } from "./history/sqlite-store.js";
 import type { HistoryStore } from "./history/store.js";
 import { DecisionLog } from "./observability/decision-log.js";
@@ -195,6 +196,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     openCircuits: () => breakers.openCircuits(),
     onTurnEnded: (outcome, durationMs) => metrics.turnEnded(outcome, durationMs),
     toolResults,
+    approvalPolicy: (agentId) => approvalPolicy(config.agents, agentId),
     settings: {
       defaultProvider: config.providers.default ?? "scripted",
       defaultAgentId: "default",
@@ -208,6 +210,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       maxEventsPerTurn: turns.maxEventsPerTurn,
       stepPauseTimeoutMs: config.turns.stepPauseTimeoutMs,
       stepOnTimeout: config.turns.stepOnTimeout,
+      approvalTimeoutMs: config.turns.approvalTimeoutMs,
       allowedRoots,
       workspace: system.workspace === undefined ? undefined : resolve(system.workspace),
     },

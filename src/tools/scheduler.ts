@@ -5,7 +5,8 @@
  * batch (`_meta.dependsOn: [index, …]`): it waits for them without holding a slot, so independent calls
  * are never held back; when one fails it is skipped, or answers with its `_meta.default`. Results are
  * reported as each call finishes and returned in call order; one slow or failing call never loses the
- * others.
+ * others. A call may also have to pass a gate first (tool approval, DESIGN.md §8.3): like a dependency,
+ * it waits there without holding a slot, and its limits start only when it runs.
  */
 import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
 import { defaultResult, errorResult, skippedResult } from "./results.js";
@@ -14,6 +15,15 @@ import type { ToolRegistry } from "./registry.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome } from "./types.js";
 
 export type SchedulerSettings = { maxParallelTools: number };
+
+/** What a gate lets happen to a call: it runs (with this request, e.g. an edited input), or ends so. */
+export type GateVerdict = { run: ToolCallRequest } | { outcome: ToolOutcome };
+
+/**
+ * Asked about each call before it takes a slot; undefined lets the call run as requested at once.
+ * Must resolve (never reject) once the call's or the turn's signal is aborted.
+ */
+export type CallGate = (call: ToolCallRequest, scope: CallScope) => Promise<GateVerdict> | undefined;
 
 type Dependencies = { indexes: number[]; defaultValue?: { value: unknown }; problem?: string };
 
@@ -29,6 +39,7 @@ export class ToolScheduler {
     calls: readonly ToolCallRequest[],
     scope: CallScope,
     hooks: ToolCallHooks = {},
+    gate?: CallGate,
   ): Promise<ToolOutcome[]> {
     const outcomes: ToolOutcome[] = new Array<ToolOutcome>(calls.length);
     const tasks: Promise<ToolOutcome>[] = [];
@@ -37,13 +48,12 @@ export class ToolScheduler {
     for (const [index, call] of calls.entries()) {
       const exclusive = this.registry.get(call.name)?.concurrency === "exclusive";
       if (exclusive) await Promise.all(tasks);
-      const task = this.runOne(call, index, calls, tasks, scope, hooks, exclusive ? undefined : slots).then(
-        (outcome) => {
-          outcomes[index] = outcome;
-          hooks.onResult?.(call, outcome, index);
-          return outcome;
-        },
-      );
+      const slotsOfCall = exclusive ? undefined : slots;
+      const task = this.runOne(call, index, calls, tasks, scope, hooks, slotsOfCall, gate).then((outcome) => {
+        outcomes[index] = outcome;
+        hooks.onResult?.(call, outcome, index);
+        return outcome;
+      });
       tasks.push(task);
       if (exclusive) await task;
     }
@@ -59,6 +69,7 @@ export class ToolScheduler {
     scope: CallScope,
     hooks: ToolCallHooks,
     slots: Semaphore | undefined,
+    gate: CallGate | undefined,
   ): Promise<ToolOutcome> {
     const dependencies = readDependencies(call, index);
     if (dependencies.problem) {
@@ -78,9 +89,12 @@ export class ToolScheduler {
       if (failed !== undefined && !scope.signal.aborted)
         return this.skip(call, failed, calls, dependencies, scope, hooks);
     }
+    const verdict = gate?.(call, scope);
+    const passed = verdict ? await verdict : { run: call };
+    if ("outcome" in passed) return passed.outcome;
     const release = slots ? await slots.acquire() : () => {};
     try {
-      return await this.runner.run(call, scope, hooks);
+      return await this.runner.run(passed.run, scope, hooks);
     } finally {
       release();
     }

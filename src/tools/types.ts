@@ -74,7 +74,8 @@ export interface ToolDefinition<Input = unknown> {
 /** One call of a batch, as the model requested it, under its canonical id. */
 export type ToolCallRequest = { callId: string; name: string; input: Record<string, unknown> };
 
-export type ToolOutcomeStatus = "complete" | "error" | "timeout" | "cancelled";
+/** `rejected`: a person refused the call before it ran (tool approval, DESIGN.md §8.3). */
+export type ToolOutcomeStatus = "complete" | "error" | "timeout" | "cancelled" | "rejected";
 
 export type ToolOutcome = {
   status: ToolOutcomeStatus;

@@ -1,9 +1,11 @@
 /**
  * The view of a running turn that `GET /api/turns/active` shows (DESIGN.md §3): its running tools with
- * their elapsed time, its pause, its links to parent and child turns, and its zombies.
+ * their elapsed time, its pause, the calls waiting for approval, its links to parent and child turns,
+ * and its zombies.
  */
 import type { TurnRun } from "./turn-run.js";
 import type { PauseInfo } from "./step-control.js";
+import type { PendingApproval } from "./approvals.js";
 import type { Zombie } from "./zombie-registry.js";
 
 export type ActiveTurnDetails = {
@@ -16,6 +18,8 @@ export type ActiveTurnDetails = {
   toolCallCount: number;
   paused: boolean;
   pause: PauseInfo | null;
+  /** Calls waiting for a person's approval (DESIGN.md §8.3). */
+  pendingApprovals: PendingApproval[];
   parentTurnId: string | null;
   childTurnIds: string[];
   depth: number;
@@ -24,7 +28,13 @@ export type ActiveTurnDetails = {
 
 export function describeActiveTurn(
   turn: TurnRun,
-  facts: { now: number; pause: PauseInfo | undefined; toolCallCount: number; zombies: readonly Zombie[] },
+  facts: {
+    now: number;
+    pause: PauseInfo | undefined;
+    approvals?: PendingApproval[];
+    toolCallCount: number;
+    zombies: readonly Zombie[];
+  },
 ): ActiveTurnDetails {
   const { now, pause } = facts;
   const running = [...turn.runningCalls.entries()].map(([toolId, tool]) => ({
@@ -42,6 +52,7 @@ export function describeActiveTurn(
     toolCallCount: facts.toolCallCount,
     paused: pause !== undefined,
     pause: pause ?? null,
+    pendingApprovals: facts.approvals ?? [],
     parentTurnId: turn.parentTurnId,
     childTurnIds: [...turn.childTurnIds],
     depth: turn.depth,

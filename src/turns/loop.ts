@@ -18,6 +18,7 @@ import { errorResult, loopWarning } from "../tools/results.js";
 import { DEFAULT_COALESCE, DeltaCoalescer, type CoalesceSettings } from "./delta-coalescer.js";
 import { publishToolResult, type ToolResultObservers, type ToolResultTarget } from "./tool-results.js";
 import type { RunningCall } from "./turn-run.js";
+import { approvalGate, editedInputNote, type TurnApproval } from "./approval-gate.js";
 import { DEFAULT_LOOP_DETECTOR, LoopDetector, type LoopDetectorSettings } from "./loop-detector.js";
 import type { PauseOutcome, PausePhase } from "./step-control.js";
 import { ProviderError } from "../providers/provider-error.js";
@@ -93,6 +94,8 @@ export type LoopTurn = {
   onZombie?: (call: { callId: string; name: string }, state: "started" | "settled") => void;
   /** Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off). */
   pause?: (phase: PausePhase, summary: unknown) => Promise<PauseOutcome>;
+  /** Tool approval (DESIGN.md §8.3): the agent's policy and where calls wait for a decision. */
+  approval?: TurnApproval;
   now?: () => number;
 };
 
@@ -142,6 +145,16 @@ export class ToolCallingLoop {
       });
       if (turn.signal.aborted) return result("aborted", step + 1);
       for (const call of calls) turn.callControllers?.set(call.callId, new AbortController());
+      const edits = new Map<string, Record<string, unknown>>();
+      const gate = turn.approval
+        ? approvalGate({
+            turnId: turn.turnId,
+            approval: turn.approval,
+            tools: this.options.registry,
+            emit: turn.emit,
+            edits,
+          })
+        : undefined;
       // refused calls already have their results; the batch is what may run
       const outcomes = await this.options.scheduler
         .runBatch(
@@ -157,7 +170,8 @@ export class ToolCallingLoop {
             services: turn.services,
             callSignal: (callId) => turn.callControllers?.get(callId)?.signal,
           },
-          this.hooksFor(turn, warnings),
+          this.hooksFor(turn, warnings, edits),
+          gate,
         )
         .finally(() => {
           for (const call of calls) turn.callControllers?.delete(call.callId);
@@ -392,7 +406,11 @@ export class ToolCallingLoop {
     return { blocks, calls, stopReason };
   }
 
-  private hooksFor(turn: LoopTurn, warnings: ReadonlyMap<string, string>): ToolCallHooks {
+  private hooksFor(
+    turn: LoopTurn,
+    warnings: ReadonlyMap<string, string>,
+    edits: ReadonlyMap<string, Record<string, unknown>> = new Map(),
+  ): ToolCallHooks {
     const now = turn.now ?? Date.now;
     const target = this.resultTarget(turn);
     const observers = this.options.toolResults ?? {};
@@ -425,8 +443,14 @@ export class ToolCallingLoop {
         turn.emit({ type: "tool_retry", toolId: call.callId, toolName: call.name, ...retry });
       },
       onZombie: (call, state) => turn.onZombie?.(call, state),
-      onResult: (call, outcome) =>
-        publishToolResult(target, observers, call, outcome, warnings.get(call.callId)),
+      onResult: (call, outcome) => {
+        // the stored call keeps the model's input: its result says what ran
+        const edited = edits.get(call.callId);
+        const shown = edited
+          ? { ...outcome, result: `${editedInputNote(edited)}\n\n${outcome.result}` }
+          : outcome;
+        publishToolResult(target, observers, call, shown, warnings.get(call.callId));
+      },
     };
   }
 

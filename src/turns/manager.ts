@@ -18,6 +18,8 @@ import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observabi
 import type { ModelEngine } from "../providers/engine.js";
 import { cancelledResult, turnDeadlineResult } from "../tools/results.js";
 import { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";
+import type { ApprovalPolicy } from "../agents/approval-policy.js";
+import { ApprovalRegistry, type ApprovalDecision, type DecideOutcome } from "./approvals.js";
 import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "./errors.js";
 import { TurnEventBus } from "./event-bus.js";
 import type { LoopResult, ToolCallingLoop } from "./loop.js";
@@ -58,6 +60,8 @@ export type TurnManagerSettings = {
   /** Step mode: how long a pause waits, and whether it then continues or aborts the turn. */
   stepPauseTimeoutMs: number;
   stepOnTimeout: "continue" | "abort";
+  /** How long a call that needs approval waits for a decision before it is rejected (default 600 000). */
+  approvalTimeoutMs?: number;
   /** Filesystem confinement handed to tools (`ctx.allowedRoots`, `ctx.workspace`). */
   allowedRoots: readonly string[];
   workspace: string | undefined;
@@ -79,14 +83,19 @@ export type TurnManagerDeps = {
   onTurnEnded?: (outcome: string, durationMs: number) => void;
   /** Told about the results of calls an abort or a deadline closed (metrics), like the loop's. */
   toolResults?: ToolResultObservers;
+  /** The approval policy of an agent (DESIGN.md §8.3); none: no call waits for approval. */
+  approvalPolicy?: (agentId: string) => ApprovalPolicy;
 };
 
 const DEFAULT_MAX_CHILD_TURNS = 16;
 const DEFAULT_MAX_CONCURRENT_CHILD_TURNS = 4;
+const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
 
 export class TurnManager {
   readonly zombies = new ZombieRegistry();
   readonly steps: StepController;
+  /** Calls waiting for a person's approval, across turns. */
+  readonly approvals: ApprovalRegistry;
   private readonly turns = new Map<string, TurnRun>();
   private readonly now: () => number;
   private readonly recorder: DecisionRecorder;
@@ -98,6 +107,10 @@ export class TurnManager {
     this.steps = new StepController(
       { pauseTimeoutMs: deps.settings.stepPauseTimeoutMs, onTimeout: deps.settings.stepOnTimeout },
       { now: this.now, generateId: () => `pause_${++pauseCounter}` },
+    );
+    this.approvals = new ApprovalRegistry(
+      { timeoutMs: deps.settings.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS },
+      { now: this.now },
     );
   }
 
@@ -205,6 +218,7 @@ export class TurnManager {
       describeActiveTurn(run, {
         now,
         pause: this.steps.pauseOf(run.turnId),
+        approvals: this.approvals.pendingOf(run.turnId),
         toolCallCount: this.deps.store.getTurn(run.turnId)?.toolCallCount ?? 0,
         zombies: zombies.filter((zombie) => zombie.turnId === run.turnId),
       }),
@@ -235,10 +249,20 @@ export class TurnManager {
     if (!run || run.finished || !controller || controller.signal.aborted) return false;
     // a call that already has its result is not cancellable
     if (this.deps.store.openCalls(turnId).every((call) => call.callId !== toolId)) return false;
-    const toolName = run.runningCalls.get(toolId)?.toolName ?? "?";
+    const toolName = run.runningCalls.get(toolId)?.toolName ?? this.approvals.toolNameOf(toolId) ?? "?";
     this.record(run, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
     controller.abort(new TurnAbortedError("user"));
     return true;
+  }
+
+  /**
+   * A person's decision on a call of a running turn that waits for approval; `not_waiting` when the
+   * turn is not running or that call is not waiting.
+   */
+  decideApproval(turnId: string, toolId: string, decision: ApprovalDecision): DecideOutcome {
+    const run = this.turns.get(turnId);
+    if (!run || run.finished) return { accepted: false, problem: "not_waiting" };
+    return this.approvals.decide(turnId, toolId, decision);
   }
 
   /** Continues a paused turn; false when the turn is not running or not waiting in that pause. */
@@ -380,6 +404,9 @@ export class TurnManager {
         maxDepth: settings.maxDepth,
       }),
       requestAbort: (reason: AbortReason) => this.abortTurn(run.turnId, reason),
+      approval: this.deps.approvalPolicy
+        ? { policy: this.deps.approvalPolicy(run.agentId), registry: this.approvals }
+        : undefined,
       pause: async (phase: "after_inference" | "after_tools", summary: unknown) => {
         const outcome = await this.steps.pause(
           {

@@ -1,9 +1,9 @@
 /**
  * The one place a tool call's result is published: stored in history (once per call — a second
  * result for the same call is refused and reported as discarded), counted in metrics, taken off the
- * turn's running calls, and announced as `tool_result`. Real results from the runner, the closing
- * results of an abort or a deadline, and refused calls all come through here, so every call ends the
- * same way.
+ * turn's running calls, and announced as `tool_result`. Real results from the runner, rejections by
+ * a person (status `rejected`), the closing results of an abort or a deadline, and refused calls all
+ * come through here, so every call ends the same way.
  */
 import { EVENT_RESULT_MAX_CHARS, type EventBody } from "../events.js";
 import type { ToolResponseStatus } from "../history/model.js";

@@ -237,6 +237,7 @@ describe("TurnManager: abort", () => {
         toolCallCount: 1,
         paused: false,
         pause: null,
+        pendingApprovals: [],
         parentTurnId: null,
         childTurnIds: [],
         depth: 0,

@@ -5,7 +5,8 @@
  * indexed on top of what was indexed before.
  *
  * - The first tool_call block of an id is the call; later ones are dropped (never duplicated).
- * - Among results of an id the best status wins — `complete`, then `error`, then the synthetic ones
+ * - Among results of an id the best status wins — `complete`, then `error` or `rejected` (a person
+ *   refused the call), then the synthetic ones
  *   (`cancelled`, `timeout`, `interrupted`) — and among results of the same rank the first recorded.
  *   So a real result beats a synthetic one, and a `complete` result beats an earlier `error`.
  * - Results whose id has no call anywhere are orphans: dropped.
@@ -64,7 +65,8 @@ export class CallRecord implements ProjectionTarget {
 /** How good a result is: a later result replaces the winner only with a strictly better rank. */
 export function resultRank(status: ToolResponseStatus): number {
   if (status === "complete") return 2;
-  if (status === "error") return 1;
+  // a rejection is a person's real answer to the call (it never ran), not a closing placeholder
+  if (status === "error" || status === "rejected") return 1;
   return 0;
 }
 
