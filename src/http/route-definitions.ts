@@ -4,6 +4,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import {
+  approvalBodySchema,
   continueBodySchema,
   emptyQuerySchema,
   eventsHeadersSchema,
@@ -128,6 +129,29 @@ export const abortToolRoute = createRoute({
   summary: "Cancel one running tool call; the turn continues",
   request: { params: toolParamsSchema },
   responses: { 200: json(ok, "Cancelled"), ...errors },
+});
+
+export const approvalRoute = createRoute({
+  method: "post",
+  path: "/turns/{id}/tools/{toolId}/approval",
+  summary: "Approve (optionally with an edited input) or reject a tool call waiting for approval",
+  description:
+    "The call must be waiting (`tool_approval_request`). `input` replaces the call's input and is " +
+    "checked against the tool's schema (400 naming the field; the call keeps waiting). Then " +
+    "`tool_approval` is emitted and the call runs, or ends with `[REJECTED] <reason>`.",
+  request: {
+    params: toolParamsSchema,
+    body: { content: { "application/json": { schema: approvalBodySchema } }, required: true },
+  },
+  responses: {
+    200: json(ok, "Decided"),
+    ...errors,
+    409: json(
+      errorSchema,
+      "`not_waiting`: the call is not waiting for approval (decided, ended, or never asked)",
+    ),
+    415: json(errorSchema, "Not JSON"),
+  },
 });
 
 export const continueRoute = createRoute({

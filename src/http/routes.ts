@@ -16,6 +16,7 @@ import {
   abortToolRoute,
   abortTurnRoute,
   activeTurnsRoute,
+  approvalRoute,
   continueRoute,
   eventsRoute,
   historyRoute,
@@ -182,6 +183,20 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
       );
     }
     return context.json({ ok: true as const, turnId: id, toolId }, 200);
+  });
+
+  api.openapi(approvalRoute, (context) => {
+    const { id, toolId } = context.req.valid("param");
+    const decision = context.req.valid("json");
+    if (!ownTurn(context.get("principal"), id)) throw turnNotFound();
+    const outcome = manager.decideApproval(id, toolId, decision);
+    if (!outcome.accepted && outcome.problem === "invalid_input") {
+      throw new HttpError(400, "invalid_input", outcome.message);
+    }
+    if (!outcome.accepted) {
+      throw new HttpError(409, "not_waiting", `Tool call ${toolId} is not waiting for approval`);
+    }
+    return context.json({ ok: true as const, turnId: id, toolId, decision: decision.decision }, 200);
   });
 
   api.openapi(continueRoute, (context) => {

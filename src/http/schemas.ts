@@ -50,6 +50,22 @@ export const streamTokenBodySchema = z
   })
   .openapi("StreamTokenRequest");
 
+/** Characters of a rejection's reason. */
+export const MAX_REJECT_REASON_CHARS = 2_000;
+
+export const approvalBodySchema = z
+  .strictObject({
+    decision: z.enum(["approve", "reject"]),
+    /** Replaces the call's input; checked against the tool's schema. */
+    input: z.record(z.string(), z.unknown()).optional(),
+    reason: z.string().max(MAX_REJECT_REASON_CHARS).optional(),
+  })
+  .refine((body) => body.decision === "approve" || body.input === undefined, {
+    message: "only an approval may carry an input",
+    path: ["input"],
+  })
+  .openapi("ToolApproval");
+
 export const continueBodySchema = z.strictObject({ pauseId: z.string().min(1).max(128) }).openapi("Continue");
 export const stepModeBodySchema = z.strictObject({ enabled: z.boolean() }).openapi("StepMode");
 

@@ -1,0 +1,195 @@
+/**
+ * Tool approval end to end (DESIGN.md §8.3): the real server on a real socket, configured with an
+ * agent whose `echo` calls need approval, driven over HTTP and followed with a real SSE parser —
+ * approve, edit (an invalid edit is a 400 naming the field and the call keeps waiting), reject with a
+ * reason, another principal's 404, 409 when nothing waits, the pending list of `/api/turns/active`,
+ * and the APPROVAL_TIMEOUT_MS rejection on the real clock.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TurnEvent } from "../../src/events.js";
+import { startServer, type ServerHandle } from "../helpers/server.js";
+import { SseStream, turnIdOf } from "../helpers/sse.js";
+
+const ALICE = "alice-token-0001";
+const BOB = "bob-token-000002";
+const APPROVAL_TIMEOUT_MS = 1_500;
+
+const headersOf = (token: string) => ({
+  "content-type": "application/json",
+  authorization: `Bearer ${token}`,
+});
+
+describe("POST /api/turns/:id/tools/:toolId/approval", () => {
+  let server: ServerHandle;
+  let configDir: string;
+
+  beforeAll(async () => {
+    configDir = mkdtempSync(join(tmpdir(), "reins-approval-"));
+    const configFile = join(configDir, "config.json");
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        agents: { careful: { tools: ["*"], approval: { echo: "always", "*": "never" } } },
+        defaultAgent: "careful",
+      }),
+    );
+    server = await startServer({
+      env: {
+        CONFIG_FILE: configFile,
+        AUTH_TOKENS: `alice:${ALICE},bob:${BOB}`,
+        APPROVAL_TIMEOUT_MS: String(APPROVAL_TIMEOUT_MS),
+      },
+    });
+  });
+  afterAll(async () => {
+    await server.stop();
+    server.cleanup();
+    rmSync(configDir, { recursive: true, force: true });
+  });
+
+  /** Starts a turn as `token` and waits for its echo call's approval request. */
+  async function waitingTurn(message: string, token = ALICE) {
+    const stream = await SseStream.open(`${server.baseUrl}/api/sessions/stream`, {
+      method: "POST",
+      headers: headersOf(token),
+      body: JSON.stringify({ message, agentId: "careful" }),
+    });
+    const request = await stream.next((event) => event.type === "tool_approval_request");
+    if (request.type !== "tool_approval_request") throw new Error("no approval request");
+    return { stream, turnId: turnIdOf(stream), request };
+  }
+
+  function decide(turnId: string, toolId: string, body: unknown, token = ALICE) {
+    return fetch(`${server.baseUrl}/api/turns/${turnId}/tools/${toolId}/approval`, {
+      method: "POST",
+      headers: headersOf(token),
+      body: JSON.stringify(body),
+    });
+  }
+
+  const ofTool = (events: TurnEvent[], toolId: string) =>
+    events.filter((event) => "toolId" in event && event.toolId === toolId);
+
+  it("approve: the call runs, and /api/turns/active listed it while it waited", async () => {
+    const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"hello"}');
+    expect(request).toMatchObject({ toolName: "echo", input: { text: "hello" } });
+
+    const active = (await (
+      await fetch(`${server.baseUrl}/api/turns/active`, { headers: headersOf(ALICE) })
+    ).json()) as { turns: { turnId: string; pendingApprovals: unknown[] }[] };
+    expect(active.turns.find((turn) => turn.turnId === turnId)?.pendingApprovals).toEqual([
+      {
+        toolId: request.toolId,
+        toolName: "echo",
+        input: { text: "hello" },
+        requestedAt: expect.any(Number),
+        deadlineMs: request.deadlineMs,
+      },
+    ]);
+    // bob sees none of alice's turns
+    const bobs = (await (
+      await fetch(`${server.baseUrl}/api/turns/active`, { headers: headersOf(BOB) })
+    ).json()) as { turns: unknown[] };
+    expect(bobs.turns).toEqual([]);
+
+    const response = await decide(turnId, request.toolId, { decision: "approve" });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ ok: true, toolId: request.toolId, decision: "approve" });
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId).map((event) => event.type)).toEqual([
+      "tool_approval_request",
+      "tool_approval",
+      "tool_start",
+      "tool_result",
+    ]);
+    expect(ofTool(events, request.toolId).at(-1)).toMatchObject({ status: "complete", result: "hello" });
+
+    // decided already: 409, for the same lookups as any call that is not waiting
+    const again = await decide(turnId, request.toolId, { decision: "approve" });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ code: "not_waiting" });
+  });
+
+  it("edit: an invalid input is a 400 naming the field and the call keeps waiting; a valid one runs", async () => {
+    const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"from the model"}');
+    const invalid = await decide(turnId, request.toolId, { decision: "approve", input: { text: 7 } });
+    expect(invalid.status).toBe(400);
+    const problem = (await invalid.json()) as { code: string; error: string };
+    expect(problem.code).toBe("invalid_input");
+    expect(problem.error).toContain("input.text");
+    expect(ofTool(stream.events, request.toolId).map((event) => event.type)).toEqual([
+      "tool_approval_request",
+    ]);
+
+    const body = { decision: "approve", input: { text: "from a person" } };
+    expect((await decide(turnId, request.toolId, body)).status).toBe(200);
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId).find((event) => event.type === "tool_approval")).toMatchObject({
+      decision: "approve",
+      edited: true,
+    });
+    expect(ofTool(events, request.toolId).find((event) => event.type === "tool_start")).toMatchObject({
+      input: { text: "from a person" },
+    });
+    expect(ofTool(events, request.toolId).at(-1)).toMatchObject({
+      status: "complete",
+      result: expect.stringMatching(/^\[EDITED\] .*"from a person".*\n\nfrom a person$/s),
+    });
+  });
+
+  it("reject with a reason: [REJECTED] result, status rejected, and the model answers with it", async () => {
+    const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"x"}');
+    const response = await decide(turnId, request.toolId, { decision: "reject", reason: "not on a Friday" });
+    expect(response.status).toBe(200);
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId).at(-1)).toMatchObject({
+      type: "tool_result",
+      status: "rejected",
+      result: "[REJECTED] not on a Friday",
+    });
+    const text = events.flatMap((event) => (event.type === "text_delta" ? [event.text] : [])).join("");
+    expect(text).toContain("[REJECTED] not on a Friday");
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+  });
+
+  it("another principal gets 404 like an unknown turn; the call keeps waiting", async () => {
+    const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"x"}');
+    const bobs = await decide(turnId, request.toolId, { decision: "approve" }, BOB);
+    const unknown = await decide("turn_unknown", request.toolId, { decision: "approve" }, BOB);
+    expect(bobs.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    expect(await bobs.json()).toEqual(await unknown.json());
+    expect(ofTool(stream.events, request.toolId).map((event) => event.type)).toEqual([
+      "tool_approval_request",
+    ]);
+
+    // an unknown call of alice's own turn is not waiting: 409
+    const notWaiting = await decide(turnId, "call_unknown", { decision: "approve" });
+    expect(notWaiting.status).toBe(409);
+    // and a body that is not a decision is a 400 naming the field
+    const badBody = await decide(turnId, request.toolId, { decision: "maybe" });
+    expect(badBody.status).toBe(400);
+    expect(((await badBody.json()) as { error: string }).error).toContain("body.decision");
+
+    expect((await decide(turnId, request.toolId, { decision: "reject" })).status).toBe(200);
+    await stream.untilEnd();
+  });
+
+  it("no decision by APPROVAL_TIMEOUT_MS: rejected with `approval timed out`", async () => {
+    const { stream, request } = await waitingTurn('/tool echo {"text":"x"}');
+    const events = await stream.untilEnd(APPROVAL_TIMEOUT_MS + 20_000);
+    expect(ofTool(events, request.toolId).map((event) => event.type)).toEqual([
+      "tool_approval_request",
+      "tool_approval",
+      "tool_result",
+    ]);
+    expect(ofTool(events, request.toolId).at(-1)).toMatchObject({
+      status: "rejected",
+      result: "[REJECTED] approval timed out",
+    });
+    expect(request.deadlineMs - request.at).toBe(APPROVAL_TIMEOUT_MS);
+  });
+});
