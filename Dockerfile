@@ -27,7 +27,9 @@ WORKDIR /app
 #     --security-opt apparmor=unconfined …
 # (or profiles allowing exactly those), else it refuses to start and says so; -e EXEC_ISOLATION=none
 # opts out of the sandbox instead (commands then see everything the server can).
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+# tini: an init inside the image reaps orphaned processes and forwards signals, with or without
+# `docker run --init`.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap tini \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -38,6 +40,8 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8787
-HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8787) + '/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Readiness (the database answers) on the address HOST and PORT give, whatever they are set to.
+HEALTHCHECK --interval=15s --timeout=4s --start-period=10s --retries=3 \
+  CMD ["node", "dist/healthcheck.js"]
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/main.js"]
