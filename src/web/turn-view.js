@@ -2,11 +2,12 @@
 /**
  * One turn in the conversation, an `<article>`: the user's message, the turn's id and model, and every
  * turn event in order — text deltas into a text block, thinking into a collapsible block, tool calls
- * into lists of status lines, pauses, model retries (a quiet note), errors — and the terminal event in
+ * into lists of status lines, pauses, approval cards, model retries (a quiet note), errors — and the terminal event in
  * its status line.
  */
 import { element, scrollToEndIfFollowing } from "./dom.js";
 import { formatDuration } from "./format.js";
+import { ApprovalCard } from "./approval-card.js";
 import { PauseCard } from "./pause-card.js";
 import { observeServerTime } from "./server-clock.js";
 import { ToolLine } from "./tool-line.js";
@@ -44,6 +45,8 @@ export class TurnView {
     this.tools = new Map();
     /** @type {Map<string, PauseCard>} */
     this.pauses = new Map();
+    /** @type {Map<string, ApprovalCard>} by toolId */
+    this.approvals = new Map();
     /** @type {HTMLElement | null} the segment text/thinking deltas append to */
     this.openSegment = null;
     /** @type {"text" | "thinking" | "tools" | null} */
@@ -132,8 +135,22 @@ export class TurnView {
           this.toolList().append(line.element);
         }
         line.finish(event);
+        // a waiting call closed without a decision (abort, cancel, deadline)
+        this.approvals.get(event.toolId)?.resolve(event.status);
         break;
       }
+      case "tool_approval_request": {
+        const card = new ApprovalCard(this, event);
+        this.approvals.set(event.toolId, card);
+        this.body.append(card.element);
+        this.openSegment = null;
+        this.openKind = null;
+        scrollToEndIfFollowing();
+        break;
+      }
+      case "tool_approval":
+        this.approvals.get(event.toolId)?.decided(event);
+        break;
       case "debugger.pause": {
         const card = new PauseCard(this, event);
         this.pauses.set(event.pauseId, card);
@@ -247,11 +264,13 @@ export class TurnView {
     this.setStatus(state, text);
     for (const tool of this.tools.values()) tool.close();
     for (const pause of this.pauses.values()) pause.resolve("ended");
+    for (const approval of this.approvals.values()) approval.resolve("ended");
     scrollToEndIfFollowing();
   }
 
   tick() {
     for (const tool of this.tools.values()) if (tool.running) tool.render();
     for (const pause of this.pauses.values()) pause.render();
+    for (const approval of this.approvals.values()) approval.render();
   }
 }
