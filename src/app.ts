@@ -21,6 +21,7 @@ import { StreamTokens, streamTokenAuth } from "./http/stream-tokens.js";
 import { jsonDepthGuard } from "./http/validation.js";
 import { webPageRoutes } from "./http/web-page.js";
 import { MAX_JSON_DEPTH } from "./json-depth.js";
+import type { McpServerInfo } from "./mcp/index.js";
 import type { Metrics } from "./observability/metrics.js";
 import type { TurnManager } from "./turns/manager.js";
 
@@ -30,6 +31,8 @@ export type AppDeps = {
   config: Config;
   logger: Logger;
   metrics: Metrics;
+  /** The configured MCP servers, for `GET /api/mcp/servers`. */
+  mcp?: { list(): McpServerInfo[] };
 };
 
 const VERSION = "0.1.0";

@@ -103,6 +103,8 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     stopReason: z.string(),
     durationMs: z.number(),
     toolCallCount: z.number(),
+    /** Tokens the provider reported, summed over the turn's inferences (zeros from `scripted`). */
+    usage: z.object({ inputTokens: z.number(), outputTokens: z.number() }),
   }),
   z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
 ]);

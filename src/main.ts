@@ -98,9 +98,12 @@ function start(): void {
     // Stop accepting; `closed` settles once every connection has ended.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await runtime.manager.abortAll("shutdown", SHUTDOWN_TURN_WAIT_MS);
+    // MCP stdio servers' groups get SIGTERM, then SIGKILL after their grace, meanwhile exec drains
+    const mcpStopped = runtime.mcp.stop();
     // exec's own SIGTERM → SIGKILL sequence runs in this process: let it finish, then kill what is left
     await runtime.processGroups.drain(config.tools.system.execKillGraceMs + EXEC_DRAIN_MARGIN_MS);
     runtime.processGroups.killAll();
+    await mcpStopped;
     // Aborted turns' streams end by themselves once their last events are written; give them time to
     // flush to the socket before dropping whatever connections remain.
     if ("closeIdleConnections" in server) server.closeIdleConnections();
@@ -116,7 +119,10 @@ function start(): void {
     logger.flush();
     process.exit(0);
   };
-  process.on("exit", () => runtime.processGroups.killAll());
+  process.on("exit", () => {
+    runtime.processGroups.killAll();
+    runtime.mcp.killAll();
+  });
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
   process.on("SIGTERM", (signal) => void shutdown(signal));
   process.on("SIGINT", (signal) => void shutdown(signal));

@@ -10,6 +10,7 @@ import type { Config } from "./config/schema.js";
 import { approvalPolicy } from "./agents/approval-policy.js";
 import { SqliteHistoryStore } from "./history/sqlite-store.js";
 import type { HistoryStore } from "./history/store.js";
+import { McpServers } from "./mcp/index.js";
 import { DecisionLog } from "./observability/decision-log.js";
 import { Metrics } from "./observability/metrics.js";
 import type { ModelEngine } from "./providers/engine.js";
@@ -59,6 +60,8 @@ export type Runtime = {
   metrics: Metrics;
   /** Process groups started by `exec` and still alive. */
   processGroups: ProcessGroups;
+  /** The configured MCP servers, connecting from the start; `stop()` them before exit. */
+  mcp: McpServers;
 };
 
 /** An engine for every provider whose key is configured. */
@@ -131,6 +134,15 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     isKnownTool: (toolName) => registry.get(toolName) !== undefined,
   });
   const recorder = new DecisionLog(store, metrics, logger);
+  // connections start now, in the background: a slow or failing server never delays start-up
+  const mcp = new McpServers({
+    servers: config.mcpServers,
+    registry,
+    logger,
+    dataDir: config.dataDir,
+    observe: (server, outcome) => metrics.mcpCallEnded(server, outcome),
+  });
+  mcp.start();
 
   const breakers = new BreakerRegistry(config.resilience.breaker, now);
   const runner = new ToolRunner(
@@ -228,5 +240,6 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     manager,
     metrics,
     processGroups,
+    mcp,
   };
 }

@@ -6,9 +6,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import {
   approvalBodySchema,
   continueBodySchema,
+  createSessionBodySchema,
   emptyQuerySchema,
   eventsHeadersSchema,
   eventsQuerySchema,
+  historyQuerySchema,
+  listSessionsQuerySchema,
+  renameSessionBodySchema,
   sessionParamsSchema,
   startTurnBodySchema,
   stepModeBodySchema,
@@ -75,10 +79,120 @@ export const historyRoute = createRoute({
   method: "get",
   path: "/sessions/{id}/history",
   summary: "A session's canonical history and its turns",
-  request: { params: sessionParamsSchema, query: emptyQuerySchema },
+  description:
+    "Without parameters, every turn and block. With `limit` (1–100, default 20) or `before` (a turn id), " +
+    "the newest `limit` turns started before `before`, oldest first, with their blocks, and " +
+    "`nextBefore`: the `before` of the next older page (null on the oldest).",
+  request: { params: sessionParamsSchema, query: historyQuerySchema },
   responses: {
-    200: json(z.object({ sessionId: z.string() }).catchall(z.unknown()), "Canonical history"),
+    200: json(
+      z
+        .object({
+          sessionId: z.string(),
+          agentId: z.string(),
+          stepMode: z.boolean(),
+          turns: z.array(z.unknown()),
+          blocks: z.array(z.unknown()),
+          nextBefore: z.string().nullable().optional(),
+        })
+        .openapi("SessionHistory"),
+      "Canonical history (a page of it with `limit` or `before`)",
+    ),
     ...errors,
+  },
+});
+
+const sessionSchema = z
+  .object({
+    sessionId: z.string(),
+    agentId: z.string(),
+    title: z.string().nullable(),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+    turnCount: z.number().int(),
+    running: z.boolean(),
+  })
+  .openapi("Session", {
+    description:
+      "`title`: given, or the first user message cut to 80 characters (null before any turn); " +
+      "`updatedAt`: epoch ms of the latest activity; `running`: a turn of it runs now",
+  });
+
+export const createSessionRoute = createRoute({
+  method: "post",
+  path: "/sessions",
+  summary: "Create an empty session (its first turn goes to POST /sessions/stream with its sessionId)",
+  request: {
+    body: { content: { "application/json": { schema: createSessionBodySchema } }, required: false },
+  },
+  responses: {
+    201: json(
+      z
+        .object({
+          sessionId: z.string(),
+          agentId: z.string(),
+          title: z.string().nullable(),
+          createdAt: z.number().int(),
+        })
+        .openapi("CreatedSession"),
+      "Created",
+    ),
+    ...errors,
+    400: json(
+      errorSchema,
+      "Invalid input (the message names the field); `agent_not_found`: unknown `agentId`",
+    ),
+    415: json(errorSchema, "Not JSON"),
+  },
+});
+
+export const listSessionsRoute = createRoute({
+  method: "get",
+  path: "/sessions",
+  summary: "The caller's sessions, newest activity first, a page at a time",
+  description:
+    "`limit`: 1–100 (default 20). `cursor`: the `nextCursor` of the previous page; pages do not repeat " +
+    "or skip a session when sessions are created meanwhile. `nextCursor` is null on the last page.",
+  request: { query: listSessionsQuerySchema },
+  responses: {
+    200: json(
+      z
+        .object({ sessions: z.array(sessionSchema), nextCursor: z.string().nullable() })
+        .openapi("SessionList"),
+      "A page of sessions",
+    ),
+    ...errors,
+  },
+});
+
+export const getSessionRoute = createRoute({
+  method: "get",
+  path: "/sessions/{id}",
+  summary: "One session",
+  request: { params: sessionParamsSchema, query: emptyQuerySchema },
+  responses: { 200: json(sessionSchema, "The session"), ...errors },
+});
+
+export const renameSessionRoute = createRoute({
+  method: "patch",
+  path: "/sessions/{id}",
+  summary: "Rename a session (title: 1–200 characters)",
+  request: {
+    params: sessionParamsSchema,
+    body: { content: { "application/json": { schema: renameSessionBodySchema } }, required: true },
+  },
+  responses: { 200: json(sessionSchema, "Renamed"), ...errors, 415: json(errorSchema, "Not JSON") },
+});
+
+export const deleteSessionRoute = createRoute({
+  method: "delete",
+  path: "/sessions/{id}",
+  summary: "Delete a session with its turns, history, events and trace",
+  request: { params: sessionParamsSchema },
+  responses: {
+    200: json(z.object({ ok: z.literal(true), sessionId: z.string() }), "Deleted"),
+    ...errors,
+    409: json(errorSchema, "`session_busy`: a turn of the session is running; abort it or wait"),
   },
 });
 

@@ -8,6 +8,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
+import type { SessionSummary } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
@@ -18,8 +19,13 @@ import {
   activeTurnsRoute,
   approvalRoute,
   continueRoute,
+  createSessionRoute,
+  deleteSessionRoute,
   eventsRoute,
+  getSessionRoute,
   historyRoute,
+  listSessionsRoute,
+  renameSessionRoute,
   startTurnRoute,
   stepModeRoute,
   streamTokenRoute,
@@ -31,6 +37,12 @@ import { StreamLimits } from "./stream-limits.js";
 import type { StreamTokens } from "./stream-tokens.js";
 import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
+import { encodeSessionCursor } from "./schemas.js";
+
+/** Sessions a page lists when the request names no `limit`. */
+const DEFAULT_SESSIONS_PAGE_SIZE = 20;
+/** Turns a page of history holds when the request gives `before` but no `limit`. */
+const DEFAULT_HISTORY_PAGE_TURNS = 20;
 
 export type RouteDeps = {
   manager: TurnManager;
@@ -109,17 +121,105 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     return streamTurnEvents(streamDeps, turnId, 0, release);
   });
 
-  api.openapi(historyRoute, (context) => {
-    const { id } = context.req.valid("param");
-    const session = ownSession(context.get("principal"), id);
+  /** A session as the sessions routes show it. */
+  const sessionJson = (session: SessionSummary) => ({
+    sessionId: session.id,
+    agentId: session.agentId,
+    title: session.title,
+    createdAt: session.createdAt,
+    updatedAt: session.updatedAt,
+    turnCount: session.turnCount,
+    running: manager.isSessionRunning(session.id),
+  });
+  /** The session with its turn count, if it exists and the caller may see it. */
+  const ownSessionSummary = (principal: string | null, sessionId: string) => {
+    const session = store.getSessionSummary(sessionId);
+    if (!session || !canAccess(principal, session.principal)) {
+      throw new HttpError(404, "session_not_found", `Session not found: ${sessionId}`);
+    }
+    return session;
+  };
+
+  api.openapi(createSessionRoute, (context) => {
+    const { agentId, title } = context.req.valid("json") ?? {};
+    const configured = Object.keys(deps.config.agents);
+    // no agents configured: the one built-in agent `default`
+    const known = configured.length > 0 ? configured : ["default"];
+    if (agentId !== undefined && !known.includes(agentId)) {
+      throw new HttpError(
+        400,
+        "agent_not_found",
+        `agentId: no agent "${agentId}"; known: ${known.join(", ")}`,
+      );
+    }
+    const session = manager.createSession(context.get("principal"), agentId, title);
     return context.json(
       {
         sessionId: session.id,
         agentId: session.agentId,
-        stepMode: session.stepMode,
-        turns: store.listTurns({ sessionId: id }),
-        blocks: [...store.getHistory(id)],
+        title: session.title,
+        createdAt: session.createdAt,
       },
+      201,
+    );
+  });
+
+  api.openapi(listSessionsRoute, (context) => {
+    const { limit, cursor } = context.req.valid("query");
+    const page = store.listSessions(context.get("principal"), limit ?? DEFAULT_SESSIONS_PAGE_SIZE, cursor);
+    return context.json(
+      {
+        sessions: page.sessions.map(sessionJson),
+        nextCursor: page.next ? encodeSessionCursor(page.next) : null,
+      },
+      200,
+    );
+  });
+
+  api.openapi(getSessionRoute, (context) => {
+    const { id } = context.req.valid("param");
+    return context.json(sessionJson(ownSessionSummary(context.get("principal"), id)), 200);
+  });
+
+  api.openapi(renameSessionRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const { title } = context.req.valid("json");
+    const principal = context.get("principal");
+    ownSessionSummary(principal, id);
+    store.renameSession(id, title);
+    return context.json(sessionJson(ownSessionSummary(principal, id)), 200);
+  });
+
+  api.openapi(deleteSessionRoute, (context) => {
+    const { id } = context.req.valid("param");
+    ownSessionSummary(context.get("principal"), id);
+    // nothing awaits between this check and the delete: no turn can start in between
+    if (manager.isSessionRunning(id)) {
+      throw new HttpError(
+        409,
+        "session_busy",
+        `Session ${id} has a running turn; abort it or wait for it to end`,
+      );
+    }
+    store.deleteSession(id);
+    return context.json({ ok: true as const, sessionId: id }, 200);
+  });
+
+  api.openapi(historyRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const { limit, before } = context.req.valid("query");
+    const session = ownSession(context.get("principal"), id);
+    const fields = { sessionId: session.id, agentId: session.agentId, stepMode: session.stepMode };
+    if (limit === undefined && before === undefined) {
+      return context.json(
+        { ...fields, turns: store.listTurns({ sessionId: id }), blocks: [...store.getHistory(id)] },
+        200,
+      );
+    }
+    const page = store.pageTurns(id, limit ?? DEFAULT_HISTORY_PAGE_TURNS, before);
+    if (!page) throw new HttpError(400, "invalid_input", `before: no turn ${before} in session ${id}`);
+    return context.json(
+      { ...fields, turns: page.turns, blocks: page.blocks, nextBefore: page.nextBefore },
       200,
     );
   });

@@ -29,6 +29,8 @@ export class Metrics {
   private readonly activeTurns: Gauge;
   private readonly turnDuration: Histogram<"outcome">;
   private readonly turnsEnded: Counter<"outcome">;
+  private readonly mcpCalls: Counter<"server">;
+  private readonly mcpFailures: Counter<"server" | "kind">;
   private sources: MetricSources | undefined;
 
   /** The `tool` label: a registered tool's name, else "(unknown)", so model-invented names add no series. */
@@ -137,6 +139,18 @@ export class Metrics {
       labelNames: ["outcome"],
       registers,
     });
+    this.mcpCalls = new Counter({
+      name: "reins_mcp_calls_total",
+      help: "Calls of MCP servers' tools, by server",
+      labelNames: ["server"],
+      registers,
+    });
+    this.mcpFailures = new Counter({
+      name: "reins_mcp_call_failures_total",
+      help: "Failed calls of MCP servers' tools, by server and kind",
+      labelNames: ["server", "kind"],
+      registers,
+    });
     // No prefix: the process metrics keep the names Node dashboards and alerts expect
     // (`process_cpu_seconds_total`, `nodejs_eventloop_lag_seconds`, …); reins' own carry `reins_`.
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
@@ -182,6 +196,12 @@ export class Metrics {
 
   toolCallEnded(toolName: string, status: string): void {
     this.toolCalls.inc({ tool: this.toolLabel(toolName), status });
+  }
+
+  /** One call of an MCP server's tool ended; anything but "ok" counts as a failure of that kind. */
+  mcpCallEnded(server: string, outcome: string): void {
+    this.mcpCalls.inc({ server });
+    if (outcome !== "ok") this.mcpFailures.inc({ server, kind: outcome });
   }
 
   /** Gauges read at scrape time. */

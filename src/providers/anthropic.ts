@@ -3,7 +3,9 @@
  * for the `anthropic` profile on every inference, through a per-session cache that renders only the
  * blocks added since the session's previous inference. The SDK's own retries are off so that transient
  * failures are retried — and traced — by the loop like any other. Aborting the turn's signal aborts the
- * HTTP request.
+ * HTTP request. Token usage: `message_start` reports the input, `message_delta` the output so far (and
+ * sometimes the input again); the last values are reported once, just before the stop, so a usage
+ * report never counts as output that would stop a retry.
  */
 import Anthropic, { APIError, APIUserAbortError } from "@anthropic-ai/sdk";
 import type {
@@ -74,6 +76,7 @@ export class AnthropicEngine implements ModelEngine {
 
     const tools = new Map<number, { id: string; name: string; json: string }>();
     let stopReason: ModelStopReason = "end_turn";
+    let usage: { inputTokens: number; outputTokens: number } | undefined;
     try {
       const events = await this.client.messages.create(body, { signal });
       for await (const event of events as AsyncIterable<RawMessageStreamEvent>) {
@@ -105,8 +108,19 @@ export class AnthropicEngine implements ModelEngine {
               yield { type: "tool_call", id: tool.id, name: tool.name, input: parseToolArguments(tool.json) };
             break;
           }
+          case "message_start":
+            usage = {
+              inputTokens: event.message.usage.input_tokens,
+              outputTokens: event.message.usage.output_tokens,
+            };
+            break;
           case "message_delta":
             stopReason = mapStopReason(event.delta.stop_reason);
+            // cumulative counts: the latest replaces what message_start said
+            usage = {
+              inputTokens: event.usage.input_tokens ?? usage?.inputTokens ?? 0,
+              outputTokens: event.usage.output_tokens,
+            };
             break;
           default:
             break;
@@ -122,6 +136,7 @@ export class AnthropicEngine implements ModelEngine {
       });
       throw failure;
     }
+    if (usage) yield { type: "usage", ...usage };
     yield { type: "stop", reason: stopReason };
   }
 }

@@ -24,6 +24,8 @@ export type ModelEvent =
   | { type: "thinking_delta"; text: string }
   | { type: "thinking_signature"; signature: string }
   | { type: "tool_call"; id: string; name: string; input: Record<string, unknown> }
+  /** Tokens of this inference as the provider reported them (the loop sums them over the turn). */
+  | { type: "usage"; inputTokens: number; outputTokens: number }
   | { type: "stop"; reason: ModelStopReason };
 
 export interface ModelEngine {

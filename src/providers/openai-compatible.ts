@@ -4,10 +4,14 @@
  * message-shape rules, all applied by the renderer. Tool-call fragments are joined by index and
  * emitted whole when the stream ends. Histories are rendered through a per-session cache (only what a
  * session added since its previous inference is rendered). The SDK's own retries are off (the loop
- * retries and traces); aborting the turn's signal aborts the request.
+ * retries and traces); aborting the turn's signal aborts the request. Token usage: OpenAI sends it in
+ * a last chunk (no choices) when asked with `stream_options.include_usage`; Mistral sends it unasked
+ * on its last chunk and Kimi inside the last choice, so only the `openai` profile asks (the others do
+ * not document the option). It is reported once, just before the stop.
  */
 import OpenAI, { APIError, APIUserAbortError } from "openai";
 import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
+import type { CompletionUsage } from "openai/resources/completions";
 import type { Logger } from "pino";
 import { TranscriptCache } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
@@ -62,6 +66,7 @@ export class OpenAICompatibleEngine implements ModelEngine {
       model: request.model,
       messages: rendered.messages,
       stream: true,
+      ...(this.provider === "openai" ? { stream_options: { include_usage: true } } : {}),
       ...(this.options.maxTokens ? { max_tokens: this.options.maxTokens } : {}),
       ...(request.tools.length > 0
         ? {
@@ -76,9 +81,13 @@ export class OpenAICompatibleEngine implements ModelEngine {
 
     const calls = new Map<number, PendingCall>();
     let stopReason: ModelStopReason = "end_turn";
+    let usage: { inputTokens: number; outputTokens: number } | undefined;
     try {
       const chunks = await this.client.chat.completions.create(body, { signal });
       for await (const chunk of chunks) {
+        const reported = chunk.usage ?? (chunk.choices[0] as { usage?: CompletionUsage } | undefined)?.usage;
+        if (reported)
+          usage = { inputTokens: reported.prompt_tokens, outputTokens: reported.completion_tokens };
         const choice = chunk.choices[0];
         if (!choice) continue;
         const delta = choice.delta as typeof choice.delta & { reasoning_content?: string | null };
@@ -106,6 +115,7 @@ export class OpenAICompatibleEngine implements ModelEngine {
     for (const [, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
       yield { type: "tool_call", id: call.id, name: call.name, input: parseToolArguments(call.arguments) };
     }
+    if (usage) yield { type: "usage", ...usage };
     yield { type: "stop", reason: calls.size > 0 ? "tool_use" : stopReason };
   }
 }

@@ -155,7 +155,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
           {
             status: "error",
             isError: true,
-            result: errorResult(call.name, errorMessage(error) ?? String(error)),
+            result: ownResultOf(error) ?? errorResult(call.name, errorMessage(error) ?? String(error)),
             error,
           },
           true,
@@ -208,6 +208,12 @@ export function cancelledOutcome(
     return { status: "cancelled", isError: true, result: TOOL_CANCELLED_RESULT };
   }
   return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(turnSignal)) };
+}
+
+/** The whole result text an error chose for the model (`[UNAVAILABLE] …` of an MCP server), if any. */
+function ownResultOf(error: unknown): string | undefined {
+  const result = (error as { toolResult?: unknown } | null | undefined)?.toolResult;
+  return typeof result === "string" ? result : undefined;
 }
 
 export function errorMessage(error: unknown): string | undefined {

@@ -1,12 +1,20 @@
-/** The tool registry: name → definition, and the JSON Schema of each tool for model requests. */
+/**
+ * The tool registry: name → definition, and the JSON Schema of each tool for model requests. Tools
+ * may come and go while the server runs (an MCP server's `tools/list_changed`); a resolver answers
+ * for names no registered tool has (an MCP server that is down before it ever listed its tools).
+ */
 import { z } from "zod";
 import type { ToolDefinition } from "./types.js";
 
 export type ToolSpec = { name: string; description: string; inputSchema: Record<string, unknown> };
 
+/** Answers for a name no registered tool has; not offered to the model. */
+export type ToolResolver = (name: string) => ToolDefinition | undefined;
+
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
-  /** JSON Schemas are derived once, not on every inference. */
+  private readonly resolvers = new Set<ToolResolver>();
+  /** JSON Schemas are derived once per change of the set of tools, not on every inference. */
   private specCache: ToolSpec[] | undefined;
 
   constructor(tools: Iterable<ToolDefinition> = []) {
@@ -21,8 +29,31 @@ export class ToolRegistry {
     return this;
   }
 
+  /** Removes a tool; calls already running keep the definition they started with. */
+  unregister(name: string): boolean {
+    const removed = this.tools.delete(name);
+    if (removed) this.specCache = undefined;
+    return removed;
+  }
+
+  /** Adds a resolver for unregistered names; returns its disposer. */
+  addResolver(resolver: ToolResolver): () => void {
+    this.resolvers.add(resolver);
+    return () => this.resolvers.delete(resolver);
+  }
+
   get(name: string): ToolDefinition | undefined {
-    return this.tools.get(name);
+    const tool = this.tools.get(name);
+    if (tool) return tool;
+    for (const resolver of this.resolvers) {
+      const resolved = resolver(name);
+      if (resolved) return resolved;
+    }
+    return undefined;
+  }
+
+  has(name: string): boolean {
+    return this.tools.has(name);
   }
 
   names(): string[] {
@@ -34,7 +65,9 @@ export class ToolRegistry {
     this.specCache ??= [...this.tools.values()].map((tool) => ({
       name: tool.name,
       description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema, { unrepresentable: "any" }) as Record<string, unknown>,
+      inputSchema:
+        tool.jsonSchema ??
+        (z.toJSONSchema(tool.inputSchema, { unrepresentable: "any" }) as Record<string, unknown>),
     }));
     return this.specCache;
   }

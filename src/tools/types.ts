@@ -56,6 +56,8 @@ export interface ToolDefinition<Input = unknown> {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: z.ZodType<Input>;
+  /** The JSON Schema offered to the model, when the tool has its own (an MCP server's); else derived. */
+  readonly jsonSchema?: Record<string, unknown>;
   readonly concurrency: ToolConcurrency;
   /** Wall-clock limit for this tool (ms, 0 = none); the configuration's per-tool override wins. */
   readonly timeoutMs?: number;

@@ -5,7 +5,7 @@
  * it returns why it stopped, and the TurnManager emits the terminal event.
  */
 import type { EventBody } from "../events.js";
-import type { BlockContent, ToolCallBlock } from "../history/model.js";
+import type { BlockContent, TokenUsage, ToolCallBlock } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -103,10 +103,25 @@ export type LoopTurn = {
 export type LoopStopReason =
   "end_turn" | "max_steps" | "aborted" | "timeout" | Exclude<ModelStopReason, "tool_use" | "end_turn">;
 
-export type LoopResult = { stopReason: LoopStopReason; toolCallCount: number; steps: number };
+/** `usage`: the tokens the provider reported, summed over the turn's inferences. */
+export type LoopResult = {
+  stopReason: LoopStopReason;
+  toolCallCount: number;
+  steps: number;
+  usage: TokenUsage;
+};
 
 export class ToolCallingLoop {
+  /** The tokens each turn's inferences reported so far (a finished turn's entry goes with it). */
+  private readonly usage = new WeakMap<LoopTurn, TokenUsage>();
+
   constructor(private readonly options: LoopOptions) {}
+
+  private usageOf(turn: LoopTurn): TokenUsage {
+    let usage = this.usage.get(turn);
+    if (!usage) this.usage.set(turn, (usage = { inputTokens: 0, outputTokens: 0 }));
+    return usage;
+  }
 
   async run(turn: LoopTurn): Promise<LoopResult> {
     const { store, maxSteps } = this.options;
@@ -117,6 +132,7 @@ export class ToolCallingLoop {
       stopReason,
       toolCallCount,
       steps,
+      usage: { ...this.usageOf(turn) },
     });
 
     for (let step = 0; step < maxSteps; step++) {
@@ -384,6 +400,12 @@ export class ToolCallingLoop {
                 : event.input,
             });
             break;
+          case "usage": {
+            const usage = this.usageOf(turn);
+            usage.inputTokens += event.inputTokens;
+            usage.outputTokens += event.outputTokens;
+            break;
+          }
           case "stop":
             stopReason = event.reason;
             break;

@@ -311,6 +311,22 @@ export class TurnManager {
     return { replay, dispose };
   }
 
+  /** Creates an empty session owned by `principal` (POST /api/sessions); its agent defaults as a turn's. */
+  createSession(principal: string | null, agentId?: string, title?: string) {
+    const { store, settings } = this.deps;
+    return store.createSession(
+      this.deps.generateId("ses"),
+      agentId ?? settings.defaultAgentId,
+      principal,
+      title,
+    );
+  }
+
+  /** Whether a turn of the session is running now (a running session cannot be deleted). */
+  isSessionRunning(sessionId: string): boolean {
+    return this.runningTurnOf(sessionId) !== undefined;
+  }
+
   private runningTurnOf(sessionId: string): TurnRun | undefined {
     for (const run of this.turns.values()) if (run.sessionId === sessionId) return run;
     return undefined;
@@ -443,7 +459,11 @@ export class TurnManager {
     if (!run.claimEnd()) return;
     run.bus.allowClosingEvents();
     this.persist(run, () =>
-      this.deps.store.endTurn(run.turnId, { status: "completed", stopReason: result.stopReason }),
+      this.deps.store.endTurn(run.turnId, {
+        status: "completed",
+        stopReason: result.stopReason,
+        usage: result.usage,
+      }),
     );
     const durationMs = this.now() - run.startedAt;
     run.bus.emit({
@@ -451,6 +471,7 @@ export class TurnManager {
       stopReason: result.stopReason,
       durationMs,
       toolCallCount: result.toolCallCount,
+      usage: result.usage,
     });
     this.deps.store.flush();
     run.logger.info({ stopReason: result.stopReason, toolCallCount: result.toolCallCount }, "turn completed");

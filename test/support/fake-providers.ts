@@ -6,6 +6,12 @@
  * provider's real status and error body if it breaks a rule; otherwise the next queued reply is
  * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), an HTTP
  * error, or a stream that stalls until the client goes away.
+ *
+ * Token usage is reported as each real API does: Anthropic in `message_start` (input) and
+ * `message_delta` (output, cumulative); OpenAI only when asked with `stream_options.include_usage`, in a
+ * last chunk with no choices (and `usage: null` on the others; the option without `stream` is a 400);
+ * Mistral unasked on its last chunk; Kimi inside the last chunk's choice. A reply may fix the counts
+ * (`usage`); otherwise input is the request's JSON length / 4 and output one token per streamed word.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,9 +20,18 @@ import { checkProviderMessages, type ProviderRejection } from "./provider-rules.
 
 export type FakeToolCall = { name: string; input: Record<string, unknown> };
 
+/** Token counts a reply reports (as the provider would have counted them). */
+export type FakeUsage = { input: number; output: number };
+
 export type FakeReply =
-  | { kind: "text"; text: string }
-  | { kind: "tools"; calls: FakeToolCall[]; text?: string; thinking?: { text: string; signature: string } }
+  | { kind: "text"; text: string; usage?: FakeUsage }
+  | {
+      kind: "tools";
+      calls: FakeToolCall[];
+      text?: string;
+      thinking?: { text: string; signature: string };
+      usage?: FakeUsage;
+    }
   | { kind: "error"; status: number; message: string }
   | { kind: "stall" };
 
@@ -81,7 +96,27 @@ export class FakeProvider {
       thinking: this.profile === "anthropic" ? body.thinking !== undefined : false,
       acceptSignature: (signature) => this.issuedSignatures.has(signature),
     });
-    this.requests.push({ body, rejection });
+    const streamOptionsRejection =
+      this.profile === "openai" && body.stream_options !== undefined && body.stream !== true
+        ? {
+            status: 400,
+            body: {
+              error: {
+                message: "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                type: "invalid_request_error",
+                param: "stream_options",
+                code: null,
+              },
+            },
+          }
+        : null;
+    this.requests.push({ body, rejection: rejection ?? streamOptionsRejection });
+    if (streamOptionsRejection) {
+      response
+        .writeHead(streamOptionsRejection.status, { "content-type": "application/json" })
+        .end(JSON.stringify(streamOptionsRejection.body));
+      return;
+    }
     if (rejection) {
       response
         .writeHead(rejection.status, { "content-type": "application/json" })
@@ -100,8 +135,10 @@ export class FakeProvider {
       if (!response.writableEnded) this.abandoned++;
     });
     this.responseCounter++;
-    if (this.profile === "anthropic") this.streamAnthropic(response, reply);
-    else this.streamOpenAI(response, reply);
+    const usage =
+      reply.kind === "stall" ? { input: 0, output: 0 } : (reply.usage ?? estimateUsage(text, reply));
+    if (this.profile === "anthropic") this.streamAnthropic(response, reply, usage);
+    else this.streamOpenAI(response, reply, usage, body);
   }
 
   private errorBody(reply: { status: number; message: string }): unknown {
@@ -113,7 +150,11 @@ export class FakeProvider {
     return { error: { message: reply.message, type, param: null, code: null } };
   }
 
-  private streamAnthropic(response: ServerResponse, reply: Exclude<FakeReply, { kind: "error" }>): void {
+  private streamAnthropic(
+    response: ServerResponse,
+    reply: Exclude<FakeReply, { kind: "error" }>,
+    usage: FakeUsage,
+  ): void {
     const send = (event: string, data: unknown) =>
       response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     send("message_start", {
@@ -126,7 +167,7 @@ export class FakeProvider {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: 1, output_tokens: 0 },
+        usage: { input_tokens: usage.input, output_tokens: Math.min(1, usage.output) },
       },
     });
     send("ping", { type: "ping" });
@@ -192,18 +233,45 @@ export class FakeProvider {
     send("message_delta", {
       type: "message_delta",
       delta: { stop_reason: calls.length > 0 ? "tool_use" : "end_turn", stop_sequence: null },
-      usage: { output_tokens: 5 },
+      usage: { output_tokens: usage.output },
     });
     send("message_stop", { type: "message_stop" });
     response.end();
   }
 
-  private streamOpenAI(response: ServerResponse, reply: Exclude<FakeReply, { kind: "error" }>): void {
+  private streamOpenAI(
+    response: ServerResponse,
+    reply: Exclude<FakeReply, { kind: "error" }>,
+    usage: FakeUsage,
+    body: Record<string, unknown>,
+  ): void {
     const id = `chatcmpl-${this.responseCounter}`;
-    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    const counts = {
+      prompt_tokens: usage.input,
+      completion_tokens: usage.output,
+      total_tokens: usage.input + usage.output,
+    };
+    const askedForUsage =
+      this.profile === "openai" &&
+      (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const write = (payload: Record<string, unknown>) =>
       response.write(
-        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "fake", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "fake", ...payload, ...(askedForUsage && payload.usage === undefined ? { usage: null } : {}) })}\n\n`,
       );
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => {
+      const last = finish !== null;
+      write({
+        choices: [
+          {
+            index: 0,
+            delta,
+            finish_reason: finish,
+            ...(last && this.profile === "kimi" ? { usage: counts } : {}),
+          },
+        ],
+        ...(last && this.profile === "mistral" ? { usage: counts } : {}),
+      });
+    };
     chunk({ role: "assistant", content: "" });
     if (reply.kind === "stall") return;
     const text = reply.kind === "text" ? reply.text : reply.text;
@@ -232,6 +300,7 @@ export class FakeProvider {
       }
     }
     chunk({}, calls.length > 0 ? "tool_calls" : "stop");
+    if (askedForUsage) write({ choices: [], usage: counts });
     response.write("data: [DONE]\n\n");
     response.end();
   }
@@ -246,4 +315,14 @@ export class FakeProvider {
       );
     return `call_fake${this.responseCounter}x${position}`;
   }
+}
+
+/** Counts for a reply that fixes none: the request's JSON length / 4 in, one token per word out. */
+function estimateUsage(
+  requestText: string,
+  reply: Exclude<FakeReply, { kind: "error" | "stall" }>,
+): FakeUsage {
+  const words = (reply.text ?? "").match(/\S+/g)?.length ?? 0;
+  const calls = reply.kind === "tools" ? reply.calls.length : 0;
+  return { input: Math.ceil(requestText.length / 4), output: Math.max(1, words + calls * 10) };
 }

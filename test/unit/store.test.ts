@@ -283,6 +283,7 @@ describe("SqliteHistoryStore", () => {
         stopReason: "end_turn",
         durationMs: 5,
         toolCallCount: 1,
+        usage: { inputTokens: 0, outputTokens: 0 },
         turnId: "turn_1",
         seq: 4,
         at: 13,

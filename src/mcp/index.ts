@@ -1,0 +1,7 @@
+/** MCP servers as tools (DESIGN.md §8.2): the public face of the folder. */
+export { McpServers, type McpServerInfo, type McpServersOptions } from "./manager.js";
+export type { McpServerStatus, McpTransportKind, BackoffSettings } from "./connection.js";
+export { MCP_CANCEL_REASON, McpUnavailableError } from "./errors.js";
+export { mcpToolName } from "./tool-names.js";
+export { PROCESS_RECORD_FILE } from "./process-record.js";
+export type { McpCallOutcome } from "./tool-adapter.js";

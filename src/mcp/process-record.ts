@@ -1,0 +1,140 @@
+/**
+ * Crash bookkeeping of stdio MCP servers' process groups. Each started group is written to a file in
+ * DATA_DIR (with the leader's start time and the machine's boot id) and struck off when it has been
+ * stopped; a clean exit removes the file. A reins killed with SIGKILL leaves the file behind, and the
+ * next start kills the groups it lists — only those proven to be the ones recorded: same boot, and
+ * either the leader still alive with the recorded start time, or (the leader gone, so its pid cannot
+ * have been reused as a group id while members remain) members started no earlier than it.
+ *
+ * Linux only (it reads /proc); elsewhere nothing is recorded and nothing is killed.
+ */
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const PROCESS_RECORD_FILE = "mcp-process-groups.json";
+
+type RecordedGroup = { groupId: number; startTime: number; server: string };
+type RecordFile = { bootId: string; groups: RecordedGroup[] };
+
+/** Fields of `/proc/<pid>/stat` after `comm`: state is [0], pgrp [2], starttime [19]. */
+type ProcessStat = { state: string; groupId: number; startTime: number };
+
+export class ProcessRecord {
+  private readonly path: string;
+  private readonly groups = new Map<number, RecordedGroup>();
+  private readonly bootId = readBootId();
+
+  constructor(dataDir: string) {
+    this.path = join(dataDir, PROCESS_RECORD_FILE);
+  }
+
+  /** Records the group led by `pid` (spawned detached, so its group id is its pid). */
+  add(pid: number, server: string): void {
+    if (this.bootId === undefined) return;
+    const stat = readStat(pid);
+    if (!stat) return;
+    this.groups.set(pid, { groupId: pid, startTime: stat.startTime, server });
+    this.write();
+  }
+
+  remove(groupId: number): void {
+    if (this.groups.delete(groupId)) this.write();
+  }
+
+  /** Removes the file once nothing is left to record (a clean shutdown). */
+  clear(): void {
+    this.groups.clear();
+    rmSync(this.path, { force: true });
+  }
+
+  /**
+   * SIGKILLs the recorded groups a previous process left running, then forgets them. Returns the
+   * groups killed.
+   */
+  killLeftovers(): RecordedGroup[] {
+    if (!existsSync(this.path)) return [];
+    let recorded: RecordFile | undefined;
+    try {
+      recorded = JSON.parse(readFileSync(this.path, "utf8")) as RecordFile;
+    } catch {
+      recorded = undefined;
+    }
+    const killed: RecordedGroup[] = [];
+    if (recorded && recorded.bootId === this.bootId && Array.isArray(recorded.groups)) {
+      for (const group of recorded.groups) {
+        if (!isOurs(group)) continue;
+        try {
+          process.kill(-group.groupId, "SIGKILL");
+          killed.push(group);
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+    rmSync(this.path, { force: true });
+    if (this.groups.size > 0) this.write();
+    return killed;
+  }
+
+  private write(): void {
+    if (this.groups.size === 0) {
+      rmSync(this.path, { force: true });
+      return;
+    }
+    const content: RecordFile = { bootId: this.bootId ?? "", groups: [...this.groups.values()] };
+    // written aside and renamed: a crash mid-write leaves the old list, never half of one
+    const temporary = `${this.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, JSON.stringify(content));
+    renameSync(temporary, this.path);
+  }
+}
+
+/** Whether the group still running under the recorded id is the one recorded. */
+function isOurs(group: RecordedGroup): boolean {
+  if (!Number.isInteger(group.groupId) || group.groupId <= 1) return false;
+  const leader = readStat(group.groupId);
+  if (leader && leader.state !== "Z") {
+    return leader.groupId === group.groupId && leader.startTime === group.startTime;
+  }
+  const members = groupMembers(group.groupId);
+  return members.length > 0 && members.every((member) => member.startTime >= group.startTime);
+}
+
+function groupMembers(groupId: number): ProcessStat[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const members: ProcessStat[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat && stat.groupId === groupId && stat.state !== "Z") members.push(stat);
+  }
+  return members;
+}
+
+function readStat(pid: number): ProcessStat | undefined {
+  let line: string;
+  try {
+    line = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // comm may hold spaces and parentheses; the fields after its last ")" do not
+  const fields = line.slice(line.lastIndexOf(")") + 2).split(" ");
+  const [state, , groupId] = fields;
+  const startTime = fields[19];
+  if (state === undefined || groupId === undefined || startTime === undefined) return undefined;
+  return { state, groupId: Number(groupId), startTime: Number(startTime) };
+}
+
+function readBootId(): string | undefined {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
