@@ -11,6 +11,7 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 
 const PAGES = [
@@ -51,7 +52,7 @@ server.registerTool(
       if (extra.signal.aborted) {
         return { isError: true, content: [{ type: "text", text: `cancelled after ${page - 1} pages` }] };
       }
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await delay(delayMs);
       if (progressToken !== undefined) {
         await extra.sendNotification({
           method: "notifications/progress",

@@ -318,6 +318,28 @@ export const streamTokenRoute = createRoute({
   },
 });
 
+const mcpServerSchema = z
+  .object({
+    name: z.string(),
+    transport: z.enum(["stdio", "http"]),
+    status: z.enum(["connecting", "ready", "down"]),
+    tools: z.array(z.string()),
+    lastError: z.string().nullable(),
+    restarts: z.number().int(),
+  })
+  .openapi("McpServer", { description: "One configured MCP server (DESIGN.md §8.2)" });
+
+export const mcpServersRoute = createRoute({
+  method: "get",
+  path: "/mcp/servers",
+  summary: "The configured MCP servers: transport, status, tools, last error, restarts",
+  request: { query: emptyQuerySchema },
+  responses: {
+    200: json(z.object({ servers: z.array(mcpServerSchema) }), "The MCP servers"),
+    ...errors,
+  },
+});
+
 export const traceRoute = createRoute({
   method: "get",
   path: "/turns/{id}/trace",

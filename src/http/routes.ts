@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import type { SessionSummary } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
+import type { McpServerInfo } from "../mcp/index.js";
 import type { TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
@@ -24,6 +25,7 @@ import {
   eventsRoute,
   getSessionRoute,
   historyRoute,
+  mcpServersRoute,
   listSessionsRoute,
   renameSessionRoute,
   startTurnRoute,
@@ -51,6 +53,8 @@ export type RouteDeps = {
   logger: Logger;
   /** Issues the tokens `streamTokenAuth` (in front of these routes) accepts on `/events`. */
   streamTokens: StreamTokens;
+  /** The configured MCP servers (none: an empty list). */
+  mcp?: { list(): McpServerInfo[] };
 };
 
 export type ApiEnv = { Variables: AuthVariables };
@@ -335,6 +339,10 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     deps.logger.debug({ turnId: id, principal, expiresAt: issued.expiresAt }, "stream token issued");
     // a credential: no cache may keep it
     return context.json(issued, 200, { "Cache-Control": "no-store" });
+  });
+
+  api.openapi(mcpServersRoute, (context) => {
+    return context.json({ servers: deps.mcp?.list() ?? [] }, 200);
   });
 
   api.openapi(traceRoute, (context) => {
