@@ -6,6 +6,8 @@
 import { join, resolve } from "node:path";
 import { customAlphabet } from "nanoid";
 import pino, { type Logger } from "pino";
+import { AgentRegistry } from "./agents/agent-registry.js";
+import { unmatchedToolPatterns } from "./agents/config-checks.js";
 import type { Config } from "./config/schema.js";
 import { approvalPolicy } from "./agents/approval-policy.js";
 import { SqliteHistoryStore } from "./history/sqlite-store.js";
@@ -23,6 +25,7 @@ import { BreakerRegistry } from "./tools/resilience/circuit-breaker.js";
 import { ToolRunner } from "./tools/runner.js";
 import { ToolScheduler } from "./tools/scheduler.js";
 import { ProcessGroups, systemTools } from "./tools/system/index.js";
+import { normalizeAllowedRoots } from "./tools/system/paths.js";
 import type { ToolDefinition } from "./tools/types.js";
 import { ToolCallingLoop } from "./turns/loop.js";
 import type { ToolResultObservers } from "./turns/tool-results.js";
@@ -196,7 +199,16 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   ]) {
     engines.set(engine.provider, engine);
   }
-  const allowedRoots = system.allowedRoots.map((root) => resolve(root));
+  // resolved against the registry when asked: tools registered later (MCP) are an agent's too
+  const agents = AgentRegistry.fromConfig(config, {
+    toolNames: () => registry.names(),
+    defaultModelOf: (provider) => engines.get(provider)?.defaultModel,
+  });
+  for (const warning of unmatchedToolPatterns(config, registry.names())) logger.warn(warning);
+  const { roots: allowedRoots, dropped: nestedRoots } = normalizeAllowedRoots(system.allowedRoots);
+  if (nestedRoots.length > 0) {
+    logger.warn({ dropped: nestedRoots }, "allowed roots inside another allowed root are ignored");
+  }
   const manager = new TurnManager({
     store,
     loop,
@@ -208,10 +220,11 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     openCircuits: () => breakers.openCircuits(),
     onTurnEnded: (outcome, durationMs) => metrics.turnEnded(outcome, durationMs),
     toolResults,
+    agents,
     approvalPolicy: (agentId) => approvalPolicy(config.agents, agentId),
     settings: {
       defaultProvider: config.providers.default ?? "scripted",
-      defaultAgentId: "default",
+      defaultAgentId: agents.defaultAgentId,
       onDisconnect: config.stream.onDisconnect,
       disconnectGraceMs: config.stream.disconnectGraceMs,
       turnTimeoutMs: config.turns.timeoutMs,

@@ -83,3 +83,5 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
 /** The variable that names the configuration file (not itself part of the configuration). */
 export const CONFIG_FILE_VARIABLE = "CONFIG_FILE";
 export const DEFAULT_CONFIG_FILE = "config/default.json";
+/** The variable that names a JSON file of agents (`{"agents": {…}, "defaultAgent": …}`), merged over the file's. */
+export const AGENTS_FILE_VARIABLE = "AGENTS_FILE";

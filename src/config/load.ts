@@ -1,12 +1,20 @@
 /**
  * Configuration loading: defaults < JSON file (`CONFIG_FILE`, default `config/default.json`) <
- * environment variables. Invalid values stop start-up with a `ConfigError` that names the key.
+ * environment variables; `AGENTS_FILE` may name a JSON file of agents merged over the file's.
+ * Invalid values stop start-up with a `ConfigError` that names the key.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { delimiter, resolve } from "node:path";
 import { ConfigError } from "../errors.js";
+import { checkAgentsConfig } from "../agents/config-checks.js";
 import { clampTimeouts } from "./clamp.js";
-import { CONFIG_FILE_VARIABLE, DEFAULT_CONFIG_FILE, ENV_BINDINGS, type EnvBinding } from "./env.js";
+import {
+  AGENTS_FILE_VARIABLE,
+  CONFIG_FILE_VARIABLE,
+  DEFAULT_CONFIG_FILE,
+  ENV_BINDINGS,
+  type EnvBinding,
+} from "./env.js";
 import { configSchema, type Config, type ProviderName } from "./schema.js";
 
 export type LoadedConfig = { config: Config; warnings: string[]; source: string | null };
@@ -23,12 +31,44 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   let fileValues: JsonObject = {};
   let source: string | null = null;
   if (existsSync(filePath)) {
-    fileValues = readJsonFile(filePath);
+    fileValues = readJsonFile(filePath, CONFIG_FILE_VARIABLE);
     source = filePath;
   } else if (explicitFile !== undefined) {
     throw new ConfigError(`CONFIG_FILE: file not found: ${filePath}`);
   }
+  const agentsFile = env[AGENTS_FILE_VARIABLE];
+  if (agentsFile !== undefined && agentsFile !== "") {
+    fileValues = withAgentsFile(fileValues, resolve(cwd, agentsFile));
+  }
   return { ...parseConfig(mergeDeep(fileValues, readEnv(env))), source };
+}
+
+/**
+ * The configuration file's values with the agents of `AGENTS_FILE` over them: an agent of that file
+ * replaces the file's agent of the same id whole (never merged field by field: an agent is read as
+ * written in one place), and its `defaultAgent`, when set, wins.
+ */
+function withAgentsFile(fileValues: JsonObject, path: string): JsonObject {
+  if (!existsSync(path)) throw new ConfigError(`AGENTS_FILE: file not found: ${path}`);
+  const { agents, defaultAgent, ...rest } = readJsonFile(path, AGENTS_FILE_VARIABLE);
+  const unexpected = Object.keys(rest);
+  if (unexpected.length > 0) {
+    throw new ConfigError(
+      `AGENTS_FILE: ${path} may hold only "agents" and "defaultAgent"; found ${unexpected.map((key) => `"${key}"`).join(", ")}`,
+    );
+  }
+  if (agents !== undefined && !isJsonObject(agents))
+    throw new ConfigError(`AGENTS_FILE: "agents" in ${path} must be an object of agents by id`);
+  const merged: JsonObject = { ...fileValues };
+  if (agents !== undefined) {
+    merged.agents = { ...(isJsonObject(fileValues.agents) ? fileValues.agents : {}), ...agents };
+  }
+  if (defaultAgent !== undefined) merged.defaultAgent = defaultAgent;
+  return merged;
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Validates a raw configuration object, applies defaults, then the clamp rules. */
@@ -61,6 +101,7 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
   }
   checkExposure(config);
   config.providers.default = defaultProvider(config);
+  warnings.push(...checkAgentsConfig(config));
   return { config, warnings };
 }
 
@@ -98,15 +139,16 @@ function checkExposure(config: Config): void {
   }
 }
 
-function readJsonFile(filePath: string): JsonObject {
+/** `variable` is the variable that named the file, for the message. */
+function readJsonFile(filePath: string, variable: string): JsonObject {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(filePath, "utf8"));
   } catch (error) {
-    throw new ConfigError(`CONFIG_FILE: ${filePath} is not valid JSON (${(error as Error).message})`);
+    throw new ConfigError(`${variable}: ${filePath} is not valid JSON (${(error as Error).message})`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError(`CONFIG_FILE: ${filePath} must contain a JSON object`);
+  if (!isJsonObject(parsed)) {
+    throw new ConfigError(`${variable}: ${filePath} must contain a JSON object`);
   }
   return parsed as JsonObject;
 }

@@ -29,6 +29,8 @@ const STATUS_BY_CODE: Record<string, HttpError["status"]> = {
   session_not_found: 404,
   session_busy: 409,
   unknown_provider: 400,
+  agent_not_found: 400,
+  agent_mismatch: 409,
 };
 
 export function toHttpError(error: unknown): HttpError | undefined {

@@ -57,6 +57,8 @@ export class AnthropicEngine implements ModelEngine {
       model: request.model,
       max_tokens: this.options.maxTokens,
       messages: rendered.messages,
+      // the agent's instructions, never part of the rendered history
+      ...(request.system ? { system: request.system } : {}),
       stream: true,
       ...(request.tools.length > 0
         ? {

@@ -13,6 +13,11 @@ export type ModelRequest = {
   /** The session's canonical history, this turn's user message and earlier steps included. */
   history: readonly HistoryBlock[];
   tools: readonly ToolSpec[];
+  /**
+   * The agent's instructions: the provider's system prompt (Anthropic `system`, OpenAI-compatible a
+   * leading `system` message). Never part of the history.
+   */
+  system?: string;
   /** `none`: the model must answer in text (the final inference after a turn deadline). */
   toolChoice?: "auto" | "none";
 };

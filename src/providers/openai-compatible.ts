@@ -14,6 +14,7 @@ import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/
 import type { CompletionUsage } from "openai/resources/completions";
 import type { Logger } from "pino";
 import { TranscriptCache } from "../history/render/index.js";
+import { withSystemPrompt } from "../history/render/request.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
 import { logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
@@ -64,7 +65,8 @@ export class OpenAICompatibleEngine implements ModelEngine {
       throw new Error(`${this.provider} profile rendered a non-OpenAI request`);
     const body: ChatCompletionCreateParamsStreaming = {
       model: request.model,
-      messages: rendered.messages,
+      // the agent's instructions lead as a `system` message, never part of the rendered history
+      messages: withSystemPrompt(rendered, request.system).messages as typeof rendered.messages,
       stream: true,
       ...(this.provider === "openai" ? { stream_options: { include_usage: true } } : {}),
       ...(this.options.maxTokens ? { max_tokens: this.options.maxTokens } : {}),

@@ -5,6 +5,7 @@
  * settles however it settles; abort listeners are removed then too, so nothing outlives the attempt but
  * a tool that ignored its signal, which becomes a tracked zombie after ZOMBIE_GRACE_MS.
  */
+import type { ToolPolicy } from "../agents/tool-policy.js";
 import { ToolTimeoutError, TurnAbortedError, type AbortReason } from "../errors.js";
 import type { Decision, DecisionRecorder } from "../observability/decision.js";
 import {
@@ -33,6 +34,8 @@ export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "he
   services?: ToolServices;
   /** A per-call signal (cancel one tool); its abort cancels only that call. */
   callSignal?: (callId: string) => AbortSignal | undefined;
+  /** The turn's agent's tool rules (DESIGN.md §8.1), which the runner enforces; none: every tool. */
+  toolPolicy?: ToolPolicy;
 };
 
 /** An outcome before the runner adds its duration and attempt count. */

@@ -3,6 +3,10 @@
  * input, then attempts (attempt.ts: deadlines, progress, cancellation) wrapped in the tool's circuit
  * breaker, classification of every failure, retries of transient ones with backoff, and the tool's
  * fallback. Every decision goes to the DecisionRecorder. `run` never rejects.
+ *
+ * The one place a turn's agent's tool rules are enforced (DESIGN.md §8.1): a tool the agent may not
+ * use is an unknown tool (and is never a fallback), and the agent's per-tool limits apply over the
+ * configured overrides.
  */
 import {
   cancelledOutcome,
@@ -81,8 +85,8 @@ export class ToolRunner {
   /** Runs `call` to an outcome: complete, error, timeout or cancelled. */
   async run(call: ToolCallRequest, scope: CallScope, hooks: ToolCallHooks = {}): Promise<ToolOutcome> {
     const startedAt = this.now();
-    const tool = this.registry.get(call.name);
-    const resolved = resolveCall(tool, call.input, this.settings);
+    const tool = this.allowedTool(call.name, scope);
+    const resolved = resolveCall(tool, call.input, this.limitSettings(scope));
     for (const warning of resolved.warnings) this.warn(`${call.name} (${call.callId}): ${warning}`);
     const callSignal = scope.callSignal?.(call.callId);
     const finish = (outcome: PartialOutcome, attempts: number): ToolOutcome => ({
@@ -143,7 +147,7 @@ export class ToolRunner {
       ...DEFAULT_RETRY_POLICY,
       ...this.settings.retry,
       ...tool.retry,
-      ...this.settings.overrides[tool.name]?.retry,
+      ...this.limitSettings(scope).overrides[tool.name]?.retry,
     };
     const breaker = this.breakers.get(tool.name);
     const observe = (transition: BreakerTransition) =>
@@ -238,8 +242,9 @@ export class ToolRunner {
     run: CallRun,
     because: string,
   ): Promise<{ outcome: PartialOutcome; attempts: number } | undefined> {
-    const name = this.settings.overrides[run.tool.name]?.fallback ?? run.tool.fallback;
-    const fallbackTool = name === undefined ? undefined : this.registry.get(name);
+    const settings = this.limitSettings(run.scope);
+    const name = settings.overrides[run.tool.name]?.fallback ?? run.tool.fallback;
+    const fallbackTool = name === undefined ? undefined : this.allowedTool(name, run.scope);
     if (!fallbackTool || fallbackTool.name === run.tool.name) return undefined;
     const parsed = fallbackTool.inputSchema.safeParse(run.input);
     if (!parsed.success) {
@@ -248,7 +253,7 @@ export class ToolRunner {
     }
     this.decide(run.scope, run.call, { kind: "fallback", fallback: fallbackTool.name, because });
     const call = { ...run.call, name: fallbackTool.name };
-    const { limits } = resolveCall(fallbackTool, run.call.input, this.settings);
+    const { limits } = resolveCall(fallbackTool, run.call.input, settings);
     const { outcome, attempts } = await this.runWithResilience(
       { ...run, call, tool: fallbackTool, input: parsed.data, limits, startedAt: this.now() },
       false,
@@ -258,6 +263,18 @@ export class ToolRunner {
       outcome: { ...outcome, result: fallbackResult(run.tool.name, because, fallbackTool.name, outcome) },
       attempts,
     };
+  }
+
+  /** The tool `name` names, if the turn's agent may use it (else it is as unknown as a missing one). */
+  private allowedTool(name: string, scope: CallScope) {
+    if (scope.toolPolicy && !scope.toolPolicy.allowsTool(name)) return undefined;
+    return this.registry.get(name);
+  }
+
+  /** The limit settings of a call: the agent's per-tool overrides, already merged over the global ones. */
+  private limitSettings(scope: CallScope): LimitSettings {
+    const overrides = scope.toolPolicy?.toolOverrides;
+    return overrides ? { ...this.settings, overrides } : this.settings;
   }
 
   private decide(scope: CallScope, call: ToolCallRequest, decision: CallDecision): void {

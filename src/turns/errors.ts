@@ -1,5 +1,6 @@
 /**
- * Why a turn cannot start: errors with stable codes that the HTTP layer maps to 404 / 409 / 400.
+ * Why a turn cannot start: errors with stable codes that the HTTP layer maps to 404 / 409 / 400
+ * (an unknown session, a busy one, an unknown provider or agent, a session of another agent).
  */
 import { ReinsError } from "../errors.js";
 
@@ -20,5 +21,22 @@ export class UnknownProviderError extends ReinsError {
     super("unknown_provider", `Unknown provider "${provider}"; configured: ${known.join(", ")}.`, {
       data: { provider, known },
     });
+  }
+}
+export class AgentNotFoundError extends ReinsError {
+  constructor(agentId: string, known: string[]) {
+    super("agent_not_found", `Unknown agent "${agentId}"; configured: ${known.join(", ")}.`, {
+      data: { agentId, known },
+    });
+  }
+}
+export class AgentMismatchError extends ReinsError {
+  constructor(sessionId: string, sessionAgentId: string, requestedAgentId: string) {
+    super(
+      "agent_mismatch",
+      `Session ${sessionId} belongs to agent "${sessionAgentId}"; a turn cannot run it as "${requestedAgentId}". ` +
+        "Start a new session for another agent.",
+      { data: { sessionId, agentId: sessionAgentId, requestedAgentId } },
+    );
   }
 }

@@ -8,6 +8,7 @@ import type { EventBody } from "../events.js";
 import type { BlockContent, TokenUsage, ToolCallBlock } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
+import type { ToolPolicy } from "../agents/tool-policy.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import type { ToolScheduler } from "../tools/scheduler.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome, ToolServices } from "../tools/types.js";
@@ -67,6 +68,16 @@ export type LoopOptions = {
   random?: () => number;
 };
 
+/** The turn's agent (DESIGN.md §8.1) as the loop reads it. */
+export type TurnAgent = {
+  /** The provider's system prompt; never stored in the history. */
+  instructions?: string;
+  /** Replaces the loop's `maxSteps` for this turn. */
+  maxSteps?: number;
+  /** The tools offered and allowed to run (any other name runs as an unknown tool). */
+  tools: ToolPolicy;
+};
+
 /** What one turn gives the loop. */
 export type LoopTurn = {
   turnId: string;
@@ -96,6 +107,8 @@ export type LoopTurn = {
   pause?: (phase: PausePhase, summary: unknown) => Promise<PauseOutcome>;
   /** Tool approval (DESIGN.md §8.3): the agent's policy and where calls wait for a decision. */
   approval?: TurnApproval;
+  /** The turn's agent; none: no system prompt, every registered tool, the loop's `maxSteps`. */
+  agent?: TurnAgent;
   now?: () => number;
 };
 
@@ -124,7 +137,8 @@ export class ToolCallingLoop {
   }
 
   async run(turn: LoopTurn): Promise<LoopResult> {
-    const { store, maxSteps } = this.options;
+    const { store } = this.options;
+    const maxSteps = turn.agent?.maxSteps ?? this.options.maxSteps;
     const work = turn.workSignal ?? turn.signal;
     const detector = new LoopDetector(this.options.loopDetector ?? DEFAULT_LOOP_DETECTOR);
     let toolCallCount = 0;
@@ -185,6 +199,7 @@ export class ToolCallingLoop {
             signal: work,
             services: turn.services,
             callSignal: (callId) => turn.callControllers?.get(callId)?.signal,
+            toolPolicy: turn.agent?.tools,
           },
           this.hooksFor(turn, warnings, edits),
           gate,
@@ -330,6 +345,13 @@ export class ToolCallingLoop {
     }
   }
 
+  /** The tools the turn's agent may use, as registered now (tools may come and go). */
+  private offeredTools(turn: LoopTurn) {
+    const specs = this.options.registry.specs();
+    const policy = turn.agent?.tools;
+    return policy ? specs.filter((spec) => policy.allowsTool(spec.name)) : specs;
+  }
+
   /** Streams one inference, emitting deltas; returns the assistant message as canonical blocks. */
   private async streamInference(
     turn: LoopTurn,
@@ -342,8 +364,9 @@ export class ToolCallingLoop {
       sessionId: turn.sessionId,
       model: turn.model,
       history: this.options.store.getHistory(turn.sessionId),
-      tools: toolChoice === "none" ? [] : this.options.registry.specs(),
+      tools: toolChoice === "none" ? [] : this.offeredTools(turn),
       toolChoice,
+      ...(turn.agent?.instructions ? { system: turn.agent.instructions } : {}),
     };
     const blocks: BlockContent[] = [];
     const calls: ToolCallBlock[] = [];

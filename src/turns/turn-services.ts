@@ -11,6 +11,7 @@ import { PermanentToolError } from "../tools/resilience/tool-error.js";
 import type { ChildTurnResult, SessionStatus, ToolServices } from "../tools/types.js";
 import type { TurnRun } from "./turn-run.js";
 import type { TurnManager } from "./manager.js";
+import { AgentNotFoundError } from "./errors.js";
 
 export type TurnServiceDeps = {
   store: HistoryStore;
@@ -89,7 +90,7 @@ async function followChildTurn(
   signal: AbortSignal,
   onEvent?: (type: string) => void,
 ): Promise<ChildTurnResult> {
-  const child = manager.startTurn({ message: request.message, agentId: request.agentId }, parent);
+  const child = startChildTurn(manager, parent, request);
   const followed = manager.follow(child, 0, (event) => onEvent?.(event.type));
   const onAbort = () => manager.abortTurn(child.turnId, "parent");
   signal.addEventListener("abort", onAbort, { once: true });
@@ -111,4 +112,18 @@ async function followChildTurn(
     .map((block) => (block.kind === "text" ? block.text : ""))
     .join("\n");
   return { turnId: child.turnId, text, stopReason: outcome.stopReason };
+}
+
+/** Starts the child turn; naming an agent that does not exist is the model's mistake, never retried. */
+function startChildTurn(
+  manager: TurnManager,
+  parent: TurnRun,
+  request: { agentId: string; message: string },
+): TurnRun {
+  try {
+    return manager.startTurn({ message: request.message, agentId: request.agentId }, parent);
+  } catch (error) {
+    if (error instanceof AgentNotFoundError) throw new PermanentToolError(error.message);
+    throw error;
+  }
 }

@@ -10,7 +10,7 @@ import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
 import { FakeProvider } from "../support/fake-providers.js";
 import { eventually } from "../helpers/eventually.js";
-import { startServer, type ServerHandle } from "../helpers/server.js";
+import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 type Fakes = Record<"anthropic" | "openai" | "kimi" | "mistral", FakeProvider>;
@@ -29,6 +29,8 @@ function providerEnv(fakes: Fakes): Record<string, string> {
     MISTRAL_API_KEY: "sk-mistral-test",
     MISTRAL_BASE_URL: fakes.mistral.baseUrl,
     DEFAULT_PROVIDER: "anthropic",
+    // the fake models call echo, sleep and hang: a real provider's agent must name them (DESIGN §8.1)
+    AGENTS_FILE: `${PROJECT_ROOT}/test/fixtures/demo-agents.json`,
   };
 }
 

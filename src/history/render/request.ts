@@ -1,6 +1,7 @@
 /**
  * One call for a provider engine: render the history for a profile and translate it into that
- * provider's `messages`, with the thinking setting the request must use.
+ * provider's `messages`, with the thinking setting the request must use; and where a system prompt
+ * goes in each format (`withSystemPrompt`).
  */
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
@@ -78,4 +79,18 @@ export function providerRequestOf(
       return lazy.ids();
     },
   };
+}
+
+/**
+ * Where a system prompt goes (DESIGN.md §8.1): Anthropic takes it as the request's `system`; the
+ * OpenAI-compatible formats as a leading `{"role": "system"}` message. It is added to the request
+ * only, never to the rendered (cached) messages or the history. No prompt (or an empty one): nothing.
+ */
+export function withSystemPrompt(
+  request: ProviderRequestMessages,
+  system: string | undefined,
+): { system?: string; messages: MessageParam[] | ChatCompletionMessageParam[] } {
+  if (system === undefined || system === "") return { messages: request.messages };
+  if (request.format === "anthropic-messages") return { system, messages: request.messages };
+  return { messages: [{ role: "system", content: system }, ...request.messages] };
 }
