@@ -21,6 +21,7 @@ import {
   transcriptQuerySchema,
   turnParamsSchema,
 } from "./schemas.js";
+import { chatBodySchema, chatParamsSchema } from "./chat-schemas.js";
 
 const errorSchema = z
   .object({ error: z.string(), code: z.string() })
@@ -68,17 +69,7 @@ export const startTurnRoute = createRoute({
   responses: {
     200: eventStream,
     ...errors,
-    400: json(
-      errorSchema,
-      "Invalid input; the message names the field. `agent_not_found`: `agentId` names no configured agent; " +
-        "`unknown_provider`: `provider` has no key configured",
-    ),
-    409: json(
-      errorSchema,
-      "`session_busy`: the session already has a running turn; `agent_mismatch`: the session belongs to " +
-        "another agent than `agentId`",
-    ),
-
+    409: json(errorSchema, "The session already has a running turn"),
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
@@ -361,28 +352,54 @@ export const traceRoute = createRoute({
   },
 });
 
-const agentSchema = z
-  .object({
-    id: z.string(),
-    description: z.string(),
-    provider: z.string(),
-    model: z.string().nullable(),
-    tools: z.array(z.string()),
-    approval: z.record(z.string(), z.enum(["always", "never"])),
-  })
-  .openapi("Agent", {
-    description:
-      "One agent (DESIGN.md §8.1): `tools` are the tool names its patterns match now (MCP tools included); " +
-      "its instructions are never shown",
-  });
+/** The AI SDK UI message stream protocol v1 (DESIGN.md §9). */
+const uiMessageStream = {
+  content: { "text/event-stream": { schema: z.string() } },
+  description:
+    "UI message stream protocol v1 (header `x-vercel-ai-ui-message-stream: v1`): `data: {json}` chunks " +
+    "(`start`, `start-step`, `text-*`, `reasoning-*`, `tool-input-available`, `tool-output-*`, " +
+    "`tool-approval-request`, transient `data-*`, `finish-step`, `finish` or `abort`), then `data: [DONE]`",
+};
 
-export const agentsRoute = createRoute({
-  method: "get",
-  path: "/agents",
-  summary: "The agents turns can run as (`agentId`), with their provider, model, tools and approval",
-  request: { query: emptyQuerySchema },
+export const chatRoute = createRoute({
+  method: "post",
+  path: "/chat",
+  summary: "AI SDK useChat: run the newest user message as a turn of chat `id` and stream it",
+  description:
+    "`id` is the session: created on first use, owned by the caller. Only the newest user message is " +
+    "read; the server keeps the history. Fields the transport's `body` option adds may name `agentId`, " +
+    "`provider` and `model`.",
+  request: { body: { content: { "application/json": { schema: chatBodySchema } }, required: true } },
   responses: {
-    200: json(z.object({ agents: z.array(agentSchema) }), "The agents"),
+    200: uiMessageStream,
     ...errors,
+    409: json(
+      errorSchema,
+      "`session_busy`: a turn of the chat is running; `agent_mismatch`: the chat belongs to another agent",
+    ),
+    413: json(errorSchema, "Body too large; sent with `Connection: close`"),
+    415: json(errorSchema, "Content-Type is not application/json"),
+    429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
   },
+});
+
+export const chatStreamRoute = createRoute({
+  method: "get",
+  path: "/chat/{id}/stream",
+  summary: "AI SDK useChat resume: the chat's running turn from its start; 204 when none runs",
+  request: { params: chatParamsSchema },
+  responses: {
+    200: uiMessageStream,
+    204: { description: "No turn of the chat is running" },
+    ...errors,
+    429: tooMany("`too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
+  },
+});
+
+export const chatStopRoute = createRoute({
+  method: "post",
+  path: "/chat/{id}/stop",
+  summary: "Abort the chat's running turn (reason `user`)",
+  request: { params: chatParamsSchema },
+  responses: { 200: json(ok, "Aborted"), ...errors },
 });

@@ -14,10 +14,8 @@ import type { McpServerInfo } from "../mcp/index.js";
 import type { TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
-import { withSystemPrompt } from "../history/render/request.js";
 import {
   abortToolRoute,
-  agentsRoute,
   abortTurnRoute,
   activeTurnsRoute,
   approvalRoute,
@@ -38,6 +36,7 @@ import {
 } from "./route-definitions.js";
 import { renderProviderRequest } from "../history/render/index.js";
 import { StreamLimits } from "./stream-limits.js";
+import { chatRoutes } from "./chat-routes.js";
 import type { StreamTokens } from "./stream-tokens.js";
 import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
@@ -101,6 +100,9 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
       maxStreamsPerPrincipal,
     );
   };
+
+  // the AI SDK's useChat (DESIGN.md §9), under the same stream and turn limits
+  api.route("/", chatRoutes({ ...streamDeps, maxTurnsPerPrincipal, acquireStream }));
 
   api.openapi(startTurnRoute, (context) => {
     const body = context.req.valid("json");
@@ -233,7 +235,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   api.openapi(transcriptRoute, (context) => {
     const { id } = context.req.valid("param");
     const { provider } = context.req.valid("query");
-    const session = ownSession(context.get("principal"), id);
+    ownSession(context.get("principal"), id);
     const settings = deps.config.providers[provider];
     const rendered = renderProviderRequest(store.getHistory(id), provider, {
       thinking:
@@ -243,16 +245,13 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
       model: settings.model,
       budgetTokens: settings.contextBudgetTokens,
     });
-    // the session's agent's instructions, placed as the provider gets them (`system` or a leading message)
-    const prompt = withSystemPrompt(rendered, manager.agents.get(session.agentId)?.instructions);
     return context.json(
       {
         sessionId: id,
         provider,
         format: rendered.format,
         thinking: rendered.thinking,
-        ...(prompt.system === undefined ? {} : { system: prompt.system }),
-        messages: prompt.messages,
+        messages: rendered.messages,
         diagnostics: rendered.diagnostics,
       },
       200,
@@ -349,8 +348,6 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   api.openapi(mcpServersRoute, (context) => {
     return context.json({ servers: deps.mcp?.list() ?? [] }, 200);
   });
-
-  api.openapi(agentsRoute, (context) => context.json({ agents: manager.agents.list() }, 200));
 
   api.openapi(traceRoute, (context) => {
     const { id } = context.req.valid("param");

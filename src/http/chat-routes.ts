@@ -1,0 +1,100 @@
+/**
+ * The AI SDK's `useChat` routes (DESIGN.md §9): `POST /api/chat` runs the newest user message as a
+ * turn of the chat (a session with the client's id, created on first use and owned by the caller) and
+ * answers with the UI message stream; `GET /api/chat/:id/stream` resumes the chat's running turn from
+ * its start (204 when none runs); `POST /api/chat/:id/stop` aborts it. Someone else's chat is 404,
+ * exactly like an unknown one; the per-principal turn and stream limits (§10) apply as on every route.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { HistoryStore } from "../history/store.js";
+import type { TurnManager } from "../turns/manager.js";
+import { canAccess } from "./auth.js";
+import { newestUserText } from "./chat-schemas.js";
+import { HttpError, tooManyRequests } from "./http-error.js";
+import { chatRoute, chatStopRoute, chatStreamRoute } from "./route-definitions.js";
+import type { ApiEnv } from "./routes.js";
+import type { StreamRelease } from "./stream-limits.js";
+import { uiMessageResponse } from "./ui-message-response.js";
+import { validationHook } from "./validation.js";
+
+export type ChatRouteDeps = {
+  manager: TurnManager;
+  store: HistoryStore;
+  pingIntervalMs: number;
+  maxTurnsPerPrincipal: number;
+  /** A place for one more stream of the principal (the limit every route shares); else throws 429. */
+  acquireStream: (principal: string | null) => StreamRelease;
+};
+
+/** The `/chat` routes, to mount on the API next to the others. */
+export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
+  const { manager, store, maxTurnsPerPrincipal } = deps;
+  const streamDeps = { manager, store, pingIntervalMs: deps.pingIntervalMs };
+  const chat = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+
+  /** 404 unless the chat exists and is the caller's (the owner always comes from the database). */
+  const ownChat = (principal: string | null, chatId: string) => {
+    const owner = store.sessionOwner(chatId);
+    if (owner === undefined || !canAccess(principal, owner)) {
+      throw new HttpError(404, "session_not_found", `Chat not found: ${chatId}`);
+    }
+  };
+
+  chat.openapi(chatRoute, (context) => {
+    const body = context.req.valid("json");
+    const principal = context.get("principal");
+    // a new id becomes the caller's chat; an existing one must already be theirs
+    const owner = store.sessionOwner(body.id);
+    if (owner !== undefined && !canAccess(principal, owner)) {
+      throw new HttpError(404, "session_not_found", `Chat not found: ${body.id}`);
+    }
+    // nothing awaits between this count and startTurn: concurrent requests cannot both slip under it
+    if (manager.runningTurnsOf(principal) >= maxTurnsPerPrincipal) {
+      throw tooManyRequests(
+        "too_many_turns",
+        `Too many running turns: at most ${maxTurnsPerPrincipal} per principal (MAX_TURNS_PER_PRINCIPAL); ` +
+          "retry when one ends",
+        maxTurnsPerPrincipal,
+      );
+    }
+    const release = deps.acquireStream(principal);
+    let turnId: string;
+    try {
+      turnId = manager.startTurn({
+        // validated: the newest user message has text
+        message: newestUserText(body.messages) ?? "",
+        sessionId: body.id,
+        createSession: true,
+        agentId: body.agentId,
+        provider: body.provider,
+        model: body.model,
+        principal,
+      }).turnId;
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return uiMessageResponse(streamDeps, turnId, release);
+  });
+
+  chat.openapi(chatStreamRoute, (context) => {
+    const { id } = context.req.valid("param");
+    const principal = context.get("principal");
+    ownChat(principal, id);
+    const turnId = manager.runningTurnIdOf(id);
+    if (turnId === undefined) return context.body(null, 204);
+    return uiMessageResponse(streamDeps, turnId, deps.acquireStream(principal));
+  });
+
+  chat.openapi(chatStopRoute, (context) => {
+    const { id } = context.req.valid("param");
+    ownChat(context.get("principal"), id);
+    const turnId = manager.runningTurnIdOf(id);
+    if (turnId === undefined || !manager.abortTurn(turnId, "user")) {
+      throw new HttpError(404, "turn_not_found", `No turn of chat ${id} is running`);
+    }
+    return context.json({ ok: true as const, sessionId: id, turnId }, 200);
+  });
+
+  return chat;
+}
