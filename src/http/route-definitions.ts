@@ -69,7 +69,17 @@ export const startTurnRoute = createRoute({
   responses: {
     200: eventStream,
     ...errors,
-    409: json(errorSchema, "The session already has a running turn"),
+    400: json(
+      errorSchema,
+      "Invalid input; the message names the field. `agent_not_found`: `agentId` names no configured agent; " +
+        "`unknown_provider`: `provider` has no key configured",
+    ),
+    409: json(
+      errorSchema,
+      "`session_busy`: the session already has a running turn; `agent_mismatch`: the session belongs to " +
+        "another agent than `agentId`",
+    ),
+
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
@@ -348,6 +358,32 @@ export const traceRoute = createRoute({
   request: { params: turnParamsSchema, query: emptyQuerySchema },
   responses: {
     200: json(z.object({ turnId: z.string(), entries: z.array(z.unknown()) }), "The trace"),
+    ...errors,
+  },
+});
+
+const agentSchema = z
+  .object({
+    id: z.string(),
+    description: z.string(),
+    provider: z.string(),
+    model: z.string().nullable(),
+    tools: z.array(z.string()),
+    approval: z.record(z.string(), z.enum(["always", "never"])),
+  })
+  .openapi("Agent", {
+    description:
+      "One agent (DESIGN.md §8.1): `tools` are the tool names its patterns match now (MCP tools included); " +
+      "its instructions are never shown",
+  });
+
+export const agentsRoute = createRoute({
+  method: "get",
+  path: "/agents",
+  summary: "The agents turns can run as (`agentId`), with their provider, model, tools and approval",
+  request: { query: emptyQuerySchema },
+  responses: {
+    200: json(z.object({ agents: z.array(agentSchema) }), "The agents"),
     ...errors,
   },
 });

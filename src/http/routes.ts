@@ -14,8 +14,10 @@ import type { McpServerInfo } from "../mcp/index.js";
 import type { TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
+import { withSystemPrompt } from "../history/render/request.js";
 import {
   abortToolRoute,
+  agentsRoute,
   abortTurnRoute,
   activeTurnsRoute,
   approvalRoute,
@@ -235,7 +237,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   api.openapi(transcriptRoute, (context) => {
     const { id } = context.req.valid("param");
     const { provider } = context.req.valid("query");
-    ownSession(context.get("principal"), id);
+    const session = ownSession(context.get("principal"), id);
     const settings = deps.config.providers[provider];
     const rendered = renderProviderRequest(store.getHistory(id), provider, {
       thinking:
@@ -245,13 +247,16 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
       model: settings.model,
       budgetTokens: settings.contextBudgetTokens,
     });
+    // the session's agent's instructions, placed as the provider gets them (`system` or a leading message)
+    const prompt = withSystemPrompt(rendered, manager.agents.get(session.agentId)?.instructions);
     return context.json(
       {
         sessionId: id,
         provider,
         format: rendered.format,
         thinking: rendered.thinking,
-        messages: rendered.messages,
+        ...(prompt.system === undefined ? {} : { system: prompt.system }),
+        messages: prompt.messages,
         diagnostics: rendered.diagnostics,
       },
       200,
@@ -348,6 +353,8 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   api.openapi(mcpServersRoute, (context) => {
     return context.json({ servers: deps.mcp?.list() ?? [] }, 200);
   });
+
+  api.openapi(agentsRoute, (context) => context.json({ agents: manager.agents.list() }, 200));
 
   api.openapi(traceRoute, (context) => {
     const { id } = context.req.valid("param");

@@ -13,6 +13,7 @@
 import type { Logger } from "pino";
 import { ReinsError, TurnAbortedError, type AbortReason } from "../errors.js";
 import type { EventBody, TurnEvent } from "../events.js";
+import type { SessionRecord } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observability/decision.js";
 import type { ModelEngine } from "../providers/engine.js";
@@ -20,7 +21,13 @@ import { cancelledResult, turnDeadlineResult } from "../tools/results.js";
 import { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";
 import type { ApprovalPolicy } from "../agents/approval-policy.js";
 import { ApprovalRegistry, type ApprovalDecision, type DecideOutcome } from "./approvals.js";
-import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "./errors.js";
+import { AgentRegistry, type ResolvedAgent } from "../agents/agent-registry.js";
+import {
+  AgentMismatchError,
+  SessionBusyError,
+  SessionNotFoundError,
+  UnknownProviderError,
+} from "./errors.js";
 import { TurnEventBus } from "./event-bus.js";
 import type { LoopResult, ToolCallingLoop } from "./loop.js";
 import { StepController } from "./step-control.js";
@@ -85,6 +92,8 @@ export type TurnManagerDeps = {
   onTurnEnded?: (outcome: string, durationMs: number) => void;
   /** Told about the results of calls an abort or a deadline closed (metrics), like the loop's. */
   toolResults?: ToolResultObservers;
+  /** The deployment's agents (DESIGN.md §8.1); none: the built-in agent, every tool, no instructions. */
+  agents?: AgentRegistry;
   /** The approval policy of an agent (DESIGN.md §8.3); none: no call waits for approval. */
   approvalPolicy?: (agentId: string) => ApprovalPolicy;
 };
@@ -96,6 +105,8 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
 export class TurnManager {
   readonly zombies = new ZombieRegistry();
   readonly steps: StepController;
+  /** The agents turns run as; a session keeps the agent that created it. */
+  readonly agents: AgentRegistry;
   /** Calls waiting for a person's approval, across turns. */
   readonly approvals: ApprovalRegistry;
   private readonly turns = new Map<string, TurnRun>();
@@ -105,6 +116,14 @@ export class TurnManager {
   constructor(private readonly deps: TurnManagerDeps) {
     this.now = deps.now ?? Date.now;
     this.recorder = deps.recorder ?? NO_DECISIONS;
+    this.agents =
+      deps.agents ??
+      new AgentRegistry({}, deps.settings.defaultAgentId, {
+        toolNames: () => [],
+        defaultProvider: deps.settings.defaultProvider,
+        defaultModelOf: (provider) => deps.engines.get(provider)?.defaultModel,
+        toolOverrides: {},
+      });
     let pauseCounter = 0;
     this.steps = new StepController(
       { pauseTimeoutMs: deps.settings.stepPauseTimeoutMs, onTimeout: deps.settings.stepOnTimeout },
@@ -119,24 +138,31 @@ export class TurnManager {
   /** Starts a turn and returns it once `turn_start` is queued; the loop runs on in the background. */
   startTurn(request: StartTurnRequest, parent?: TurnRun): TurnRun {
     const { store, settings } = this.deps;
-    const providerName = request.provider ?? parent?.engine.provider ?? settings.defaultProvider;
-    const engine = this.deps.engines.get(providerName);
-    if (!engine) throw new UnknownProviderError(providerName, [...this.deps.engines.keys()]);
-
     let session = request.sessionId === undefined ? undefined : store.getSession(request.sessionId);
     if (request.sessionId !== undefined && !session && !request.createSession) {
       throw new SessionNotFoundError(request.sessionId);
     }
+    const agent = this.agentOf(request, session);
+    // the turn's own provider wins, then its agent's, then its parent's, then the default
+    const providerName =
+      request.provider ?? agent.provider ?? parent?.engine.provider ?? settings.defaultProvider;
+    const engine = this.deps.engines.get(providerName);
+    if (!engine) throw new UnknownProviderError(providerName, [...this.deps.engines.keys()]);
+
     const busy = session && this.runningTurnOf(session.id);
     if (session && busy) throw new SessionBusyError(session.id, busy.turnId);
     session ??= store.createSession(
       request.sessionId ?? this.deps.generateId("ses"),
-      request.agentId ?? settings.defaultAgentId,
+      agent.id,
       request.principal ?? parent?.principal ?? null,
     );
 
-    const agentId = request.agentId ?? session.agentId;
-    const model = request.model ?? (parent?.engine === engine ? parent.model : engine.defaultModel);
+    const agentId = agent.id;
+    // an agent's model is for its own provider: a turn that switches provider gets that one's default
+    const agentModel =
+      agent.provider === undefined || agent.provider === engine.provider ? agent.model : undefined;
+    const model =
+      request.model ?? agentModel ?? (parent?.engine === engine ? parent.model : engine.defaultModel);
     const turnId = this.deps.generateId("turn");
     const startedAt = this.now();
     store.beginTurn({
@@ -189,7 +215,8 @@ export class TurnManager {
       startedAt,
     });
     logger.info({ provider: engine.provider, model, parentTurnId: parent?.turnId }, "turn started");
-    if (settings.turnTimeoutMs > 0) run.setDeadline(settings.turnTimeoutMs, () => this.reachDeadline(run));
+    const turnTimeoutMs = this.turnTimeoutOf(run);
+    if (turnTimeoutMs > 0) run.setDeadline(turnTimeoutMs, () => this.reachDeadline(run));
     this.drive(run).catch((error: unknown) => {
       logger.error({ err: error }, "turn driver failed");
       this.endAborted(run, "error");
@@ -317,10 +344,11 @@ export class TurnManager {
 
   /** Creates an empty session owned by `principal` (POST /api/sessions); its agent defaults as a turn's. */
   createSession(principal: string | null, agentId?: string, title?: string) {
-    const { store, settings } = this.deps;
+    const { store } = this.deps;
     return store.createSession(
       this.deps.generateId("ses"),
-      agentId ?? settings.defaultAgentId,
+      // an unknown agent is refused (400 agent_not_found), as on a turn
+      this.agents.resolve(agentId).id,
       principal,
       title,
     );
@@ -329,6 +357,24 @@ export class TurnManager {
   /** Whether a turn of the session is running now (a running session cannot be deleted). */
   isSessionRunning(sessionId: string): boolean {
     return this.runningTurnOf(sessionId) !== undefined;
+  }
+
+  /**
+   * The agent a turn runs as: an existing session's own (a turn naming another is refused), else the
+   * one the turn names, else the default agent. An unknown id is refused before the session check.
+   */
+  private agentOf(request: StartTurnRequest, session: SessionRecord | undefined): ResolvedAgent {
+    const named = request.agentId === undefined ? undefined : this.agents.resolve(request.agentId);
+    if (!session) return named ?? this.agents.resolve(undefined);
+    if (named && named.id !== session.agentId) {
+      throw new AgentMismatchError(session.id, session.agentId, named.id);
+    }
+    return named ?? this.agents.resolve(session.agentId);
+  }
+
+  /** The turn's time limit: its agent's `limits.turnTimeoutMs`, else `turns.timeoutMs` (0 = none). */
+  private turnTimeoutOf(run: TurnRun): number {
+    return this.agents.get(run.agentId)?.limits.turnTimeoutMs ?? this.deps.settings.turnTimeoutMs;
   }
 
   /** The id of the session's running turn, if one runs now. */
@@ -358,7 +404,8 @@ export class TurnManager {
 
   /** The turn's deadline: close what is open with timeout results, stop its work, let it answer. */
   private reachDeadline(run: TurnRun): void {
-    const { turnTimeoutMs, finalAnswerTimeoutMs } = this.deps.settings;
+    const { finalAnswerTimeoutMs } = this.deps.settings;
+    const turnTimeoutMs = this.turnTimeoutOf(run);
     const closed = this.closeOpenCalls(run, (name) => ({
       status: "timeout",
       result: turnDeadlineResult(name, turnTimeoutMs),
@@ -429,6 +476,8 @@ export class TurnManager {
         maxDepth: settings.maxDepth,
       }),
       requestAbort: (reason: AbortReason) => this.abortTurn(run.turnId, reason),
+      // a manager built without agents (tests, embedders) offers every tool, as before agents existed
+      agent: this.deps.agents ? this.turnAgent(run) : undefined,
       approval: this.deps.approvalPolicy
         ? { policy: this.deps.approvalPolicy(run.agentId), registry: this.approvals }
         : undefined,
@@ -461,6 +510,16 @@ export class TurnManager {
         }
       },
       now: this.now,
+    };
+  }
+
+  /** What the loop reads of the turn's agent: its instructions, step limit and tool rules. */
+  private turnAgent(run: TurnRun) {
+    const agent = this.agents.resolve(run.agentId);
+    return {
+      instructions: agent.instructions,
+      maxSteps: agent.limits.maxSteps,
+      tools: this.agents.toolPolicy(agent, run.engine.provider),
     };
   }
 
