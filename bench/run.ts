@@ -10,6 +10,7 @@ import { performance } from "node:perf_hooks";
 import { measureAbortLatency } from "./abort-latency.js";
 import { CONCURRENCY_SERVER_ENVIRONMENT, measureConcurrentStreams } from "./concurrency.js";
 import { measureInProcess } from "./in-process.js";
+import { measureMcp } from "./mcp.js";
 import {
   describeMachine,
   formatLoadAverage,
@@ -91,6 +92,8 @@ async function main(): Promise<void> {
     for (const line of formatRenderReport(renderReport)) print(`  ${line}`);
     if (!renderReport.linear) throw new Error("render time did not grow linearly with history size");
   });
+
+  await section(() => measureMcp(print, 8));
 
   print(`server shutdowns (SIGTERM): ${stopNotes.join("; ")}`);
   const unclean = stopNotes.filter((note) => !note.endsWith("exit code 0"));

@@ -40,7 +40,11 @@ function stdioServer(marker: string, recordFile: string) {
   };
 }
 
-function build(config: Record<string, unknown> = {}, servers?: Record<string, unknown>): Setup {
+function build(
+  config: Record<string, unknown> = {},
+  servers?: Record<string, unknown>,
+  logger = pino({ level: "silent" }),
+): Setup {
   const dataDir = mkdtempSync(join(tmpdir(), "reins-mcp-"));
   const recordFile = join(dataDir, "cancellations.jsonl");
   const marker = `reins-mcp-marker-${process.pid}-${Math.random().toString(36).slice(2)}`;
@@ -52,7 +56,7 @@ function build(config: Record<string, unknown> = {}, servers?: Record<string, un
       mcpServers: servers ?? { t: stdioServer(marker, recordFile) },
       ...config,
     }).config,
-    { store: createMemoryHistoryStore(), logger: pino({ level: "silent" }) },
+    { store: createMemoryHistoryStore(), logger },
   );
   cleanups.push(async () => {
     await runtime.mcp.stop();
@@ -98,7 +102,10 @@ function cancellations(recordFile: string): { tool: string; reason: string }[] {
     .trim()
     .split("\n")
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as { tool: string; reason: string });
+    .map((line) => {
+      const { tool, reason } = JSON.parse(line) as { tool: string; reason: string };
+      return { tool, reason };
+    });
 }
 
 function markerProcesses(marker: string) {
@@ -206,6 +213,23 @@ describe("MCP servers as tools", () => {
     await eventually(() => expect(runtime.registry.specs().map((spec) => spec.name)).toContain("t__late"));
     const events = await runTurn(runtime, "/tool t__late {}");
     expect(resultOf(events)).toMatchObject({ isError: false, result: "late answers" });
+  }, 60_000);
+
+  it("refuses a tool whose sanitised name collides, with a warning naming both", async () => {
+    const warnings: string[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void warnings.push(line) });
+    const { runtime } = build({}, undefined, logger);
+    await ready(runtime);
+    await runTurn(runtime, '/tool t__add_tool {"name":"x.y"}');
+    await eventually(() => expect(runtime.registry.has("t__x_y")).toBe(true));
+    await runTurn(runtime, '/tool t__add_tool {"name":"x_y"}');
+    await eventually(() =>
+      expect(warnings.join("\n")).toContain(
+        'MCP tool \\"x_y\\" of server \\"t\\" is refused: its name \\"t__x_y\\" collides with tool \\"x.y\\" of the same server',
+      ),
+    );
+    const events = await runTurn(runtime, "/tool t__x_y {}");
+    expect(resultOf(events)).toMatchObject({ isError: false, result: "x.y answers" });
   }, 60_000);
 
   it("a server that cannot start does not block boot: it is down and its tools answer [UNAVAILABLE]", async () => {

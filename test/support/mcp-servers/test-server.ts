@@ -10,7 +10,7 @@
  * - `add_tool {name}`: registers a new tool (`notifications/tools/list_changed`);
  * - `echo {text}`.
  * Every cancellation a tool observes (its signal aborted by `notifications/cancelled`) is appended as a
- * JSON line `{tool, reason}` to the file named by MCP_RECORD_FILE.
+ * JSON line `{tool, reason, at}` (`at`: epoch ms) to the file named by MCP_RECORD_FILE.
  */
 import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
@@ -24,7 +24,10 @@ const recordFile = process.env.MCP_RECORD_FILE;
 function recordCancellation(tool: string, signal: AbortSignal): void {
   const write = () => {
     if (recordFile)
-      appendFileSync(recordFile, `${JSON.stringify({ tool, reason: String(signal.reason) })}\n`);
+      appendFileSync(
+        recordFile,
+        `${JSON.stringify({ tool, reason: String(signal.reason), at: Date.now() })}\n`,
+      );
   };
   if (signal.aborted) write();
   else signal.addEventListener("abort", write, { once: true });
