@@ -37,7 +37,7 @@ export type SystemToolSettings = {
   maxOutputBytes: number;
   /** How `exec` is isolated (`bwrap` unless given); see ExecSettings. */
   execIsolation?: ExecIsolation;
-  /** Paths `exec` must never see, even inside an allowed root (the server's DATA_DIR). */
+  /** Paths `exec` and `read_file` must never reach, even inside an allowed root (the server's DATA_DIR). */
   privatePaths?: readonly string[];
   /** Where bwrap is and how its start-up probe runs. */
   sandbox?: SandboxOptions;

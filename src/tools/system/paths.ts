@@ -5,7 +5,7 @@
  * existence. A file that has been opened is judged again by what its descriptor really is, since the
  * path may have been swapped between the check and the open (DESIGN.md §10).
  */
-import { fstat } from "node:fs";
+import { fstat, realpathSync } from "node:fs";
 import { readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -172,6 +172,34 @@ async function describeDescriptor(descriptor: number): Promise<string | undefine
 }
 
 /** True when `candidate` is `root` or lies below it (both absolute, normalised). */
+/**
+ * The allowed roots as the server uses them, fixed at start-up: each one's real path (as configured
+ * when it does not exist yet), without duplicates and without roots that lie inside another root
+ * (they add nothing, and a nested root's path could be rewritten from inside the outer one by a
+ * command, so that its next call would be given some other directory). Returns the roots kept and the
+ * ones dropped.
+ */
+export function normalizeAllowedRoots(configured: readonly string[]): { roots: string[]; dropped: string[] } {
+  const real = configured.map((root) => {
+    const absolute = path.resolve(root);
+    try {
+      return realpathSync(absolute);
+    } catch {
+      return absolute;
+    }
+  });
+  const roots: string[] = [];
+  const dropped: string[] = [];
+  real.forEach((root, index) => {
+    const outer = real.some((other, otherIndex) =>
+      other === root ? otherIndex < index : isInside(root, other),
+    );
+    if (outer) dropped.push(configured[index] as string);
+    else roots.push(root);
+  });
+  return { roots, dropped };
+}
+
 export function isInside(candidate: string, root: string): boolean {
   const relative = path.relative(root, candidate);
   return (

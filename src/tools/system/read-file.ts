@@ -13,7 +13,16 @@ import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { PermanentToolError, ToolError } from "../resilience/tool-error.js";
 import type { ToolDefinition } from "../types.js";
-import { confineOpenedFile, confinePath, errorCodeOf, messageOf, resolveConfinement } from "./paths.js";
+import { realpathSync } from "node:fs";
+import path from "node:path";
+import {
+  confineOpenedFile,
+  confinePath,
+  errorCodeOf,
+  isInside,
+  messageOf,
+  resolveConfinement,
+} from "./paths.js";
 
 const READ_CHUNK_BYTES = 65_536;
 // O_NOFOLLOW: the path was resolved by realpath, so a symlink as its last part means it was swapped
@@ -27,10 +36,15 @@ const input = z.strictObject({
 });
 
 export type ReadFileInput = z.infer<typeof input>;
-export type ReadFileSettings = { maxOutputBytes: number };
+export type ReadFileSettings = {
+  maxOutputBytes: number;
+  /** Directories never read even inside a root: the server's own data (DATA_DIR). */
+  privatePaths?: readonly string[];
+};
 
 /** Builds `read_file`, capped at `settings.maxOutputBytes`. */
 export function createReadFileTool(settings: ReadFileSettings): ToolDefinition<ReadFileInput> {
+  const privateRealPaths = (settings.privatePaths ?? []).map(realPathOrAsIs);
   return {
     name: "read_file",
     description:
@@ -47,7 +61,13 @@ export function createReadFileTool(settings: ReadFileSettings): ToolDefinition<R
       const handle = await openFile(real, requested);
       try {
         // Judge the file that was opened, not the path: it may have changed since confinePath.
-        await confineOpenedFile(handle.fd, real, requested, confinement);
+        const opened = await confineOpenedFile(handle.fd, real, requested, confinement);
+        if (privateRealPaths.some((privatePath) => isInside(opened, privatePath))) {
+          throw new PermanentToolError(
+            `Tool "read_file" refused path "${requested}": it is the server's own data, which no tool may read.`,
+            { errorCode: "EACCES" },
+          );
+        }
         const stats = await handle.stat();
         if (stats.isDirectory()) {
           throw new PermanentToolError(`"${requested}" is a directory, not a file.`, { errorCode: "EISDIR" });
@@ -102,4 +122,13 @@ async function readAtMost(
   signal.throwIfAborted();
   const bytes = Buffer.concat(chunks);
   return total > limit ? { bytes: bytes.subarray(0, limit), truncated: true } : { bytes, truncated: false };
+}
+
+function realPathOrAsIs(directory: string): string {
+  const absolute = path.resolve(directory);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    return absolute;
+  }
 }

@@ -161,6 +161,9 @@ function redirectTarget(url: string, from: URL, location: string): URL {
     );
   }
   next.hash = "";
+  // Credentials a redirect puts in its URL are not ours to send (and must not reach the result).
+  next.username = "";
+  next.password = "";
   return next;
 }
 
