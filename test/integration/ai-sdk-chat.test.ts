@@ -181,6 +181,13 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     const raw = await response.text();
     expect(raw.trimEnd().endsWith("data: [DONE]")).toBe(true);
 
+    const openapi = (await (await fetch(`${server.baseUrl}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    expect(Object.keys(openapi.paths["/api/chat"] ?? {})).toEqual(["post"]);
+    expect(Object.keys(openapi.paths["/api/chat/{id}/stream"] ?? {})).toEqual(["get"]);
+    expect(Object.keys(openapi.paths["/api/chat/{id}/stop"] ?? {})).toEqual(["post"]);
+
     const log = await send(newChatId(), "hello there");
     const message = await log.end();
     expect(log.types()).toEqual([
