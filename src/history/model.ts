@@ -3,8 +3,7 @@
  * provider's wire format. Canonical call ids are minted by the server and unique per session.
  */
 
-export type ToolResponseStatus =
-  "complete" | "error" | "cancelled" | "timeout" | "interrupted" | "rejected";
+export type ToolResponseStatus = "complete" | "error" | "cancelled" | "timeout" | "interrupted" | "rejected";
 
 export type TextBlock = { kind: "text"; role: "user" | "assistant"; text: string };
 /** Thinking, with the signature its provider gave it; a signature is only valid for that provider and model. */

@@ -79,7 +79,6 @@ export const startTurnRoute = createRoute({
       "`session_busy`: the session already has a running turn; `agent_mismatch`: the session belongs to " +
         "another agent than `agentId`",
     ),
-
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),

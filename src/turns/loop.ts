@@ -489,7 +489,7 @@ export class ToolCallingLoop {
       },
       onZombie: (call, state) => turn.onZombie?.(call, state),
       onResult: (call, outcome) => {
-        // the stored call keeps the model's input: its result says what ran
+        // the stored call keeps the model's input: its result says what ran instead
         const edited = edits.get(call.callId);
         const shown = edited
           ? { ...outcome, result: `${editedInputNote(edited)}\n\n${outcome.result}` }

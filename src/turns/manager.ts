@@ -342,23 +342,6 @@ export class TurnManager {
     return { replay, dispose };
   }
 
-  /** Creates an empty session owned by `principal` (POST /api/sessions); its agent defaults as a turn's. */
-  createSession(principal: string | null, agentId?: string, title?: string) {
-    const { store } = this.deps;
-    return store.createSession(
-      this.deps.generateId("ses"),
-      // an unknown agent is refused (400 agent_not_found), as on a turn
-      this.agents.resolve(agentId).id,
-      principal,
-      title,
-    );
-  }
-
-  /** Whether a turn of the session is running now (a running session cannot be deleted). */
-  isSessionRunning(sessionId: string): boolean {
-    return this.runningTurnOf(sessionId) !== undefined;
-  }
-
   /**
    * The agent a turn runs as: an existing session's own (a turn naming another is refused), else the
    * one the turn names, else the default agent. An unknown id is refused before the session check.
@@ -375,6 +358,23 @@ export class TurnManager {
   /** The turn's time limit: its agent's `limits.turnTimeoutMs`, else `turns.timeoutMs` (0 = none). */
   private turnTimeoutOf(run: TurnRun): number {
     return this.agents.get(run.agentId)?.limits.turnTimeoutMs ?? this.deps.settings.turnTimeoutMs;
+  }
+
+  /** Creates an empty session owned by `principal` (POST /api/sessions); its agent defaults as a turn's. */
+  createSession(principal: string | null, agentId?: string, title?: string) {
+    const { store } = this.deps;
+    return store.createSession(
+      this.deps.generateId("ses"),
+      // an unknown agent is refused (400 agent_not_found), as on a turn
+      this.agents.resolve(agentId).id,
+      principal,
+      title,
+    );
+  }
+
+  /** Whether a turn of the session is running now (a running session cannot be deleted). */
+  isSessionRunning(sessionId: string): boolean {
+    return this.runningTurnOf(sessionId) !== undefined;
   }
 
   /** The id of the session's running turn, if one runs now. */
@@ -455,6 +455,8 @@ export class TurnManager {
   private loopTurn(run: TurnRun) {
     const emit = (body: EventBody) => void run.bus.emit(body);
     const { settings } = this.deps;
+    // a manager built without agents (tests, embedders) offers every tool, as before agents existed
+    const agent = this.deps.agents ? this.turnAgent(run) : undefined;
     return {
       turnId: run.turnId,
       sessionId: run.sessionId,
@@ -476,10 +478,9 @@ export class TurnManager {
         maxDepth: settings.maxDepth,
       }),
       requestAbort: (reason: AbortReason) => this.abortTurn(run.turnId, reason),
-      // a manager built without agents (tests, embedders) offers every tool, as before agents existed
-      agent: this.deps.agents ? this.turnAgent(run) : undefined,
+      agent,
       approval: this.deps.approvalPolicy
-        ? { policy: this.deps.approvalPolicy(run.agentId), registry: this.approvals }
+        ? { policy: this.approvalPolicyOf(run, agent), registry: this.approvals }
         : undefined,
       pause: async (phase: "after_inference" | "after_tools", summary: unknown) => {
         const outcome = await this.steps.pause(
@@ -511,6 +512,16 @@ export class TurnManager {
       },
       now: this.now,
     };
+  }
+
+  /**
+   * The turn's approval policy: a call the agent may not make is never put to a person (it gets the
+   * unknown-tool result without waiting).
+   */
+  private approvalPolicyOf(run: TurnRun, agent: ReturnType<TurnManager["turnAgent"]> | undefined) {
+    const policy = (this.deps.approvalPolicy as NonNullable<TurnManagerDeps["approvalPolicy"]>)(run.agentId);
+    if (!agent) return policy;
+    return (toolName: string) => (agent.tools.allowsTool(toolName) ? policy(toolName) : "never");
   }
 
   /** What the loop reads of the turn's agent: its instructions, step limit and tool rules. */
