@@ -39,6 +39,7 @@ const AGENTS = {
     },
     stepper: { provider: "scripted", tools: ["*"], limits: { maxSteps: 1 } },
     sleeper: { provider: "scripted", tools: ["sleep"], limits: { turnTimeoutMs: 300 } },
+    guarded: { provider: "scripted", tools: ["echo"], approval: { "*": "always" } },
   },
   defaultAgent: "support",
 };
@@ -133,6 +134,23 @@ describe("agents", () => {
     expect(trace.entries.some((entry) => entry.basis === "unknown tool")).toBe(true);
   });
 
+  it("never asks a person to approve a call the agent may not make", async () => {
+    const refused = await turn(server, { message: '/tool sleep {"ms":1}', agentId: "guarded" });
+    expect(ofType(refused.events, "tool_approval_request")).toEqual([]);
+    expect(ofType(refused.events, "tool_result")[0]?.result).toBe(
+      '[ERROR] Tool "sleep" failed: unknown tool "sleep".',
+    );
+    // while a call it may make does wait for approval under the same policy
+    const waiting = await SseStream.start(server.baseUrl, {
+      message: '/tool echo {"text":"hi"}',
+      agentId: "guarded",
+    });
+    const request = await waiting.next((event) => event.type === "tool_approval_request");
+    expect(request).toMatchObject({ toolName: "echo" });
+    await fetch(`${server.baseUrl}/api/turns/${request.turnId}/abort`, { method: "POST" });
+    expect((await waiting.untilEnd()).at(-1)).toMatchObject({ type: "turn_abort" });
+  });
+
   it("refuses an unknown agent with 400 agent_not_found", async () => {
     const response = await postTurn(server, { message: "hi", agentId: "nobody" });
     expect(response.status).toBe(400);
@@ -178,7 +196,7 @@ describe("agents", () => {
     expect(text).not.toContain(ECHOER_INSTRUCTIONS);
     expect(text).not.toContain("sk-");
     const { agents } = JSON.parse(text) as { agents: Record<string, unknown>[] };
-    expect(agents.map((agent) => agent.id)).toEqual(["support", "echoer", "stepper", "sleeper"]);
+    expect(agents.map((agent) => agent.id)).toEqual(["support", "echoer", "stepper", "sleeper", "guarded"]);
     expect(agents[0]).toEqual({
       id: "support",
       description: "Answers questions",
