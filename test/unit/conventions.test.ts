@@ -39,10 +39,19 @@ async function documentedPaths(application: ReturnType<typeof app>) {
   const document = (await (await application.request("/openapi.json")).json()) as {
     paths: Record<string, Record<string, unknown>>;
   };
-  return Object.entries(document.paths).map(([template, operations]) => ({
+  const routes = Object.entries(document.paths).map(([template, operations]) => ({
     template,
     path: template.replace(/\{[^}]+\}/g, "x1"),
+    pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, "[^/]+")}$`),
     methods: Object.keys(operations).map((method) => method.toUpperCase()),
+  }));
+  // A path may match more than one route (`/api/sessions/stream` is also `/api/sessions/{id}`): it
+  // allows the methods of all of them.
+  return routes.map((route) => ({
+    ...route,
+    methods: [
+      ...new Set(routes.filter((other) => other.pattern.test(route.path)).flatMap((other) => other.methods)),
+    ],
   }));
 }
 
@@ -83,7 +92,7 @@ describe("405 Method Not Allowed", () => {
     { method: "PUT", path: "/openapi.json", allow: "GET, HEAD, OPTIONS" },
     { method: "POST", path: "/", allow: "GET, HEAD, OPTIONS" },
     { method: "GET", path: "/api/turns/turn_1/abort", allow: "POST, OPTIONS" },
-    { method: "HEAD", path: "/api/sessions/stream", allow: "POST, OPTIONS" },
+    { method: "PUT", path: "/api/sessions/stream", allow: "GET, HEAD, POST, PATCH, DELETE, OPTIONS" },
   ])("$method $path → 405, Allow: $allow", async ({ method, path, allow }) => {
     const response = await app().request(path, { method });
     expect(response.status).toBe(405);
