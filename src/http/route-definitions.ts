@@ -1,32 +1,47 @@
 /**
- * Every API route, declared once with its zod schemas (DESIGN.md §3). The same declarations validate
+ * Every API route, declared once with its zod schemas (docs/http-api.md). The same declarations validate
  * requests (through @hono/zod-openapi) and generate `GET /openapi.json`.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, type z } from "@hono/zod-openapi";
 import {
+  activeTurnsSchema,
+  agentListSchema,
   approvalBodySchema,
+  approvalDecidedSchema,
+  chatStoppedSchema,
   continueBodySchema,
+  createdSessionSchema,
   createSessionBodySchema,
+  deletedSessionSchema,
+  errorSchema,
   emptyQuerySchema,
   eventsHeadersSchema,
   eventsQuerySchema,
   historyQuerySchema,
   listSessionsQuerySchema,
+  mcpServerListSchema,
   renameSessionBodySchema,
+  sessionHistorySchema,
+  sessionListSchema,
   sessionParamsSchema,
+  sessionSchema,
   startTurnBodySchema,
   stepModeBodySchema,
+  stepModeSwitchedSchema,
   streamTokenBodySchema,
+  streamTokenResponseSchema,
+  toolCancelledSchema,
   toolParamsSchema,
+  traceSchema,
   transcriptQuerySchema,
+  transcriptSchema,
+  turnAbortedSchema,
+  turnContinuedSchema,
+  turnEventSchema,
   turnParamsSchema,
+  uiMessageChunkSchema,
 } from "./schemas.js";
 import { chatBodySchema, chatParamsSchema } from "./chat-schemas.js";
-
-const errorSchema = z
-  .object({ error: z.string(), code: z.string() })
-  .catchall(z.unknown())
-  .openapi("Error", { description: "A client mistake or a missing resource: a message and a stable code." });
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
@@ -40,7 +55,10 @@ const errors = {
   401: json(errorSchema, "Missing or invalid bearer token (when auth is on)"),
   404: json(errorSchema, "Unknown, or not yours"),
 };
-/** 429 for a per-principal limit (DESIGN.md §10); `codes` are the limits the route can hit. */
+/**
+ * 429 for a per-principal limit (docs/semantics.md#isolation-and-limits); `codes` are the limits the route
+ * can hit.
+ */
 const tooMany = (codes: string) => ({
   ...json(
     errorSchema,
@@ -54,14 +72,15 @@ const tooMany = (codes: string) => ({
   },
 });
 const eventStream = {
-  content: { "text/event-stream": { schema: z.string() } },
+  content: { "text/event-stream": { schema: turnEventSchema } },
   description:
-    "Server-Sent Events: first `retry: 2000`, then `id: <seq>`, `event: <type>`, `data: <json>`; " +
-    "`ping` every 15 s of silence",
+    "Server-Sent Events: first `retry: 2000`, then per event `id: <seq>`, `event: <type>`, `data: <TurnEvent " +
+    "as JSON>` (the schema is that of one `data`); `ping` every 15 s of silence; the stream ends after the " +
+    "terminal event (`turn_complete` or `turn_abort`)",
 };
-const ok = z.object({ ok: z.literal(true) }).catchall(z.unknown());
 
 export const startTurnRoute = createRoute({
+  operationId: "startTurn",
   method: "post",
   path: "/sessions/stream",
   summary: "Start a turn and stream its events",
@@ -86,6 +105,7 @@ export const startTurnRoute = createRoute({
 });
 
 export const historyRoute = createRoute({
+  operationId: "getSessionHistory",
   method: "get",
   path: "/sessions/{id}/history",
   summary: "A session's canonical history and its turns",
@@ -95,40 +115,13 @@ export const historyRoute = createRoute({
     "`nextBefore`: the `before` of the next older page (null on the oldest).",
   request: { params: sessionParamsSchema, query: historyQuerySchema },
   responses: {
-    200: json(
-      z
-        .object({
-          sessionId: z.string(),
-          agentId: z.string(),
-          stepMode: z.boolean(),
-          turns: z.array(z.unknown()),
-          blocks: z.array(z.unknown()),
-          nextBefore: z.string().nullable().optional(),
-        })
-        .openapi("SessionHistory"),
-      "Canonical history (a page of it with `limit` or `before`)",
-    ),
+    200: json(sessionHistorySchema, "Canonical history (a page of it with `limit` or `before`)"),
     ...errors,
   },
 });
 
-const sessionSchema = z
-  .object({
-    sessionId: z.string(),
-    agentId: z.string(),
-    title: z.string().nullable(),
-    createdAt: z.number().int(),
-    updatedAt: z.number().int(),
-    turnCount: z.number().int(),
-    running: z.boolean(),
-  })
-  .openapi("Session", {
-    description:
-      "`title`: given, or the first user message cut to 80 characters (null before any turn); " +
-      "`updatedAt`: epoch ms of the latest activity; `running`: a turn of it runs now",
-  });
-
 export const createSessionRoute = createRoute({
+  operationId: "createSession",
   method: "post",
   path: "/sessions",
   summary: "Create an empty session (its first turn goes to POST /sessions/stream with its sessionId)",
@@ -136,17 +129,7 @@ export const createSessionRoute = createRoute({
     body: { content: { "application/json": { schema: createSessionBodySchema } }, required: false },
   },
   responses: {
-    201: json(
-      z
-        .object({
-          sessionId: z.string(),
-          agentId: z.string(),
-          title: z.string().nullable(),
-          createdAt: z.number().int(),
-        })
-        .openapi("CreatedSession"),
-      "Created",
-    ),
+    201: json(createdSessionSchema, "Created"),
     ...errors,
     400: json(
       errorSchema,
@@ -157,6 +140,7 @@ export const createSessionRoute = createRoute({
 });
 
 export const listSessionsRoute = createRoute({
+  operationId: "listSessions",
   method: "get",
   path: "/sessions",
   summary: "The caller's sessions, newest activity first, a page at a time",
@@ -165,17 +149,13 @@ export const listSessionsRoute = createRoute({
     "or skip a session when sessions are created meanwhile. `nextCursor` is null on the last page.",
   request: { query: listSessionsQuerySchema },
   responses: {
-    200: json(
-      z
-        .object({ sessions: z.array(sessionSchema), nextCursor: z.string().nullable() })
-        .openapi("SessionList"),
-      "A page of sessions",
-    ),
+    200: json(sessionListSchema, "A page of sessions"),
     ...errors,
   },
 });
 
 export const getSessionRoute = createRoute({
+  operationId: "getSession",
   method: "get",
   path: "/sessions/{id}",
   summary: "One session",
@@ -184,6 +164,7 @@ export const getSessionRoute = createRoute({
 });
 
 export const renameSessionRoute = createRoute({
+  operationId: "renameSession",
   method: "patch",
   path: "/sessions/{id}",
   summary: "Rename a session (title: 1–200 characters)",
@@ -195,29 +176,32 @@ export const renameSessionRoute = createRoute({
 });
 
 export const deleteSessionRoute = createRoute({
+  operationId: "deleteSession",
   method: "delete",
   path: "/sessions/{id}",
   summary: "Delete a session with its turns, history, events and trace",
   request: { params: sessionParamsSchema },
   responses: {
-    200: json(z.object({ ok: z.literal(true), sessionId: z.string() }), "Deleted"),
+    200: json(deletedSessionSchema, "Deleted"),
     ...errors,
     409: json(errorSchema, "`session_busy`: a turn of the session is running; abort it or wait"),
   },
 });
 
 export const transcriptRoute = createRoute({
+  operationId: "getTranscript",
   method: "get",
   path: "/sessions/{id}/transcript",
   summary: "The session rendered for a provider, with diagnostics",
   request: { params: sessionParamsSchema, query: transcriptQuerySchema },
   responses: {
-    200: json(z.object({ provider: z.string() }).catchall(z.unknown()), "Rendered transcript"),
+    200: json(transcriptSchema, "Rendered transcript"),
     ...errors,
   },
 });
 
 export const stepModeRoute = createRoute({
+  operationId: "setStepMode",
   method: "post",
   path: "/sessions/{id}/step-mode",
   summary: "Switch step mode for a session (off releases every pause at once)",
@@ -225,37 +209,41 @@ export const stepModeRoute = createRoute({
     params: sessionParamsSchema,
     body: { content: { "application/json": { schema: stepModeBodySchema } }, required: true },
   },
-  responses: { 200: json(ok, "Switched"), ...errors, 415: json(errorSchema, "Not JSON") },
+  responses: { 200: json(stepModeSwitchedSchema, "Switched"), ...errors, 415: json(errorSchema, "Not JSON") },
 });
 
 export const activeTurnsRoute = createRoute({
+  operationId: "listActiveTurns",
   method: "get",
   path: "/turns/active",
   summary: "Running turns, their tools, pauses and zombies",
   request: { query: emptyQuerySchema },
   responses: {
-    200: json(z.object({ turns: z.array(z.unknown()) }).catchall(z.unknown()), "Active turns"),
+    200: json(activeTurnsSchema, "The caller's running turns, and zombies"),
     ...errors,
   },
 });
 
 export const abortTurnRoute = createRoute({
+  operationId: "abortTurn",
   method: "post",
   path: "/turns/{id}/abort",
   summary: "Abort a running turn",
   request: { params: turnParamsSchema },
-  responses: { 200: json(ok, "Aborted"), ...errors },
+  responses: { 200: json(turnAbortedSchema, "Aborted"), ...errors },
 });
 
 export const abortToolRoute = createRoute({
+  operationId: "cancelTool",
   method: "post",
   path: "/turns/{id}/tools/{toolId}/abort",
   summary: "Cancel one running tool call; the turn continues",
   request: { params: toolParamsSchema },
-  responses: { 200: json(ok, "Cancelled"), ...errors },
+  responses: { 200: json(toolCancelledSchema, "Cancelled"), ...errors },
 });
 
 export const approvalRoute = createRoute({
+  operationId: "decideApproval",
   method: "post",
   path: "/turns/{id}/tools/{toolId}/approval",
   summary: "Approve (optionally with an edited input) or reject a tool call waiting for approval",
@@ -268,7 +256,7 @@ export const approvalRoute = createRoute({
     body: { content: { "application/json": { schema: approvalBodySchema } }, required: true },
   },
   responses: {
-    200: json(ok, "Decided"),
+    200: json(approvalDecidedSchema, "Decided"),
     ...errors,
     409: json(
       errorSchema,
@@ -279,6 +267,7 @@ export const approvalRoute = createRoute({
 });
 
 export const continueRoute = createRoute({
+  operationId: "continueTurn",
   method: "post",
   path: "/turns/{id}/continue",
   summary: "Continue a paused turn (step mode)",
@@ -286,10 +275,11 @@ export const continueRoute = createRoute({
     params: turnParamsSchema,
     body: { content: { "application/json": { schema: continueBodySchema } }, required: true },
   },
-  responses: { 200: json(ok, "Continued"), ...errors, 415: json(errorSchema, "Not JSON") },
+  responses: { 200: json(turnContinuedSchema, "Continued"), ...errors, 415: json(errorSchema, "Not JSON") },
 });
 
 export const eventsRoute = createRoute({
+  operationId: "followTurnEvents",
   method: "get",
   path: "/turns/{id}/events",
   summary: "Replay a turn's events after Last-Event-ID, then follow it live",
@@ -308,6 +298,7 @@ export const eventsRoute = createRoute({
 });
 
 export const streamTokenRoute = createRoute({
+  operationId: "createStreamToken",
   method: "post",
   path: "/turns/{id}/stream-token",
   summary: "A short-lived token that opens this turn's event stream (`GET /turns/{id}/events?token=`)",
@@ -316,80 +307,52 @@ export const streamTokenRoute = createRoute({
     body: { content: { "application/json": { schema: streamTokenBodySchema } }, required: false },
   },
   responses: {
-    200: json(
-      z.object({ token: z.string(), expiresAt: z.number().int() }).openapi("StreamToken", {
-        description: "`expiresAt`: epoch milliseconds after which it opens nothing",
-      }),
-      "The token",
-    ),
+    200: json(streamTokenResponseSchema, "The token"),
     ...errors,
     415: json(errorSchema, "Not JSON"),
     429: tooMany("`too_many_stream_tokens`: 256 live tokens per principal"),
   },
 });
 
-const mcpServerSchema = z
-  .object({
-    name: z.string(),
-    transport: z.enum(["stdio", "http"]),
-    status: z.enum(["connecting", "ready", "down"]),
-    tools: z.array(z.string()),
-    lastError: z.string().nullable(),
-    restarts: z.number().int(),
-  })
-  .openapi("McpServer", { description: "One configured MCP server (DESIGN.md §8.2)" });
-
 export const mcpServersRoute = createRoute({
+  operationId: "listMcpServers",
   method: "get",
   path: "/mcp/servers",
   summary: "The configured MCP servers: transport, status, tools, last error, restarts",
   request: { query: emptyQuerySchema },
   responses: {
-    200: json(z.object({ servers: z.array(mcpServerSchema) }), "The MCP servers"),
+    200: json(mcpServerListSchema, "The MCP servers"),
     ...errors,
   },
 });
 
 export const traceRoute = createRoute({
+  operationId: "getTurnTrace",
   method: "get",
   path: "/turns/{id}/trace",
   summary: "Every decision the framework made in a turn",
   request: { params: turnParamsSchema, query: emptyQuerySchema },
   responses: {
-    200: json(z.object({ turnId: z.string(), entries: z.array(z.unknown()) }), "The trace"),
+    200: json(traceSchema, "The trace"),
     ...errors,
   },
 });
 
-const agentSchema = z
-  .object({
-    id: z.string(),
-    description: z.string(),
-    provider: z.string(),
-    model: z.string().nullable(),
-    tools: z.array(z.string()),
-    approval: z.record(z.string(), z.enum(["always", "never"])),
-  })
-  .openapi("Agent", {
-    description:
-      "One agent (DESIGN.md §8.1): `tools` are the tool names its patterns match now (MCP tools included); " +
-      "its instructions are never shown",
-  });
-
 export const agentsRoute = createRoute({
+  operationId: "listAgents",
   method: "get",
   path: "/agents",
   summary: "The agents turns can run as (`agentId`), with their provider, model, tools and approval",
   request: { query: emptyQuerySchema },
   responses: {
-    200: json(z.object({ agents: z.array(agentSchema) }), "The agents"),
+    200: json(agentListSchema, "The agents"),
     ...errors,
   },
 });
 
-/** The AI SDK UI message stream protocol v1 (DESIGN.md §9). */
+/** The AI SDK UI message stream protocol v1 (docs/http-api.md#chat-routes-ai-sdk-usechat). */
 const uiMessageStream = {
-  content: { "text/event-stream": { schema: z.string() } },
+  content: { "text/event-stream": { schema: uiMessageChunkSchema } },
   description:
     "UI message stream protocol v1 (header `x-vercel-ai-ui-message-stream: v1`): `data: {json}` chunks " +
     "(`start`, `start-step`, `text-*`, `reasoning-*`, `tool-input-available`, `tool-output-*`, " +
@@ -397,6 +360,7 @@ const uiMessageStream = {
 };
 
 export const chatRoute = createRoute({
+  operationId: "postChat",
   method: "post",
   path: "/chat",
   summary: "AI SDK useChat: run the newest user message as a turn of chat `id` and stream it",
@@ -419,6 +383,7 @@ export const chatRoute = createRoute({
 });
 
 export const chatStreamRoute = createRoute({
+  operationId: "resumeChat",
   method: "get",
   path: "/chat/{id}/stream",
   summary: "AI SDK useChat resume: the chat's running turn from its start; 204 when none runs",
@@ -432,9 +397,10 @@ export const chatStreamRoute = createRoute({
 });
 
 export const chatStopRoute = createRoute({
+  operationId: "stopChat",
   method: "post",
   path: "/chat/{id}/stop",
   summary: "Abort the chat's running turn (reason `user`)",
   request: { params: chatParamsSchema },
-  responses: { 200: json(ok, "Aborted"), ...errors },
+  responses: { 200: json(chatStoppedSchema, "Aborted"), ...errors },
 });

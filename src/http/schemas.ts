@@ -1,5 +1,10 @@
-/** zod schemas of the HTTP API's inputs (DESIGN.md §3), shared by validation and the OpenAPI document. */
+/**
+ * zod schemas of the HTTP API (docs/http-api.md): its inputs, shared by validation and the OpenAPI
+ * document, and the JSON bodies and SSE events it answers with, shared by the document and the typed
+ * client (src/client), which infers its types from them.
+ */
 import { z } from "@hono/zod-openapi";
+import { eventBodySchema } from "../events.js";
 import { MAX_STREAM_TOKEN_TTL_SECONDS } from "./stream-tokens.js";
 
 export const idSchema = z
@@ -127,3 +132,283 @@ export const historyQuerySchema = z.strictObject({
 
 export const PROVIDER_PROFILES = ["anthropic", "openai", "kimi", "mistral"] as const;
 export const transcriptQuerySchema = z.strictObject({ provider: z.enum(PROVIDER_PROFILES) });
+
+// ---------------------------------------------------------------------------------------------------
+// Responses: the shape of every JSON body the API answers with, registered as OpenAPI components and
+// inferred (z.infer) by the typed client in src/client, so neither can drift from the other.
+
+export const errorSchema = z
+  .object({ error: z.string(), code: z.string() })
+  .catchall(z.unknown())
+  .openapi("Error", { description: "A client mistake or a missing resource: a message and a stable code." });
+
+export const sessionSchema = z
+  .object({
+    sessionId: z.string(),
+    agentId: z.string(),
+    title: z.string().nullable(),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+    turnCount: z.number().int(),
+    running: z.boolean(),
+  })
+  .openapi("Session", {
+    description:
+      "`title`: given, or the first user message cut to 80 characters (null before any turn); " +
+      "`updatedAt`: epoch ms of the latest activity; `running`: a turn of it runs now",
+  });
+
+export const createdSessionSchema = z
+  .object({
+    sessionId: z.string(),
+    agentId: z.string(),
+    title: z.string().nullable(),
+    createdAt: z.number().int(),
+  })
+  .openapi("CreatedSession");
+
+export const sessionListSchema = z
+  .object({ sessions: z.array(sessionSchema), nextCursor: z.string().nullable() })
+  .openapi("SessionList");
+
+export const deletedSessionSchema = z
+  .object({ ok: z.literal(true), sessionId: z.string() })
+  .openapi("DeletedSession");
+
+const tokenUsageSchema = z.object({ inputTokens: z.number(), outputTokens: z.number() });
+
+export const turnRecordSchema = z
+  .object({
+    id: z.string(),
+    sessionId: z.string(),
+    agentId: z.string(),
+    provider: z.string(),
+    model: z.string(),
+    status: z.enum(["running", "completed", "aborted", "interrupted"]),
+    stopReason: z.string().nullable(),
+    abortReason: z.string().nullable(),
+    startedAt: z.number().int(),
+    endedAt: z.number().int().nullable(),
+    toolCallCount: z.number().int(),
+    parentTurnId: z.string().nullable(),
+    depth: z.number().int(),
+    usage: tokenUsageSchema.nullable(),
+  })
+  .openapi("Turn", { description: "One turn of a session; `usage` is null until the turn completes" });
+
+const blockPlace = {
+  sessionId: z.string(),
+  turnId: z.string(),
+  position: z.number().int(),
+  createdAt: z.number().int(),
+};
+
+export const historyBlockSchema = z
+  .discriminatedUnion("kind", [
+    z.object({
+      kind: z.literal("text"),
+      role: z.enum(["user", "assistant"]),
+      text: z.string(),
+      ...blockPlace,
+    }),
+    z.object({
+      kind: z.literal("thinking"),
+      role: z.literal("assistant"),
+      text: z.string(),
+      signature: z.string().optional(),
+      provider: z.string().optional(),
+      model: z.string().optional(),
+      ...blockPlace,
+    }),
+    z.object({
+      kind: z.literal("tool_call"),
+      role: z.literal("assistant"),
+      callId: z.string(),
+      providerCallId: z.string().optional(),
+      name: z.string(),
+      input: z.record(z.string(), z.unknown()),
+      ...blockPlace,
+    }),
+    z.object({
+      kind: z.literal("tool_response"),
+      role: z.literal("tool"),
+      callId: z.string(),
+      name: z.string(),
+      status: z.enum(["complete", "error", "cancelled", "timeout", "interrupted", "rejected"]),
+      result: z.string(),
+      isError: z.boolean(),
+      ...blockPlace,
+    }),
+  ])
+  .openapi("HistoryBlock", {
+    description: "One block of the canonical history (docs/semantics.md#transcript-integrity)",
+  });
+
+export const sessionHistorySchema = z
+  .object({
+    sessionId: z.string(),
+    agentId: z.string(),
+    stepMode: z.boolean(),
+    turns: z.array(turnRecordSchema),
+    blocks: z.array(historyBlockSchema),
+    nextBefore: z.string().nullable().optional(),
+  })
+  .openapi("SessionHistory");
+
+export const transcriptSchema = z
+  .object({
+    sessionId: z.string(),
+    provider: z.enum(PROVIDER_PROFILES),
+    format: z.string(),
+    thinking: z.boolean(),
+    system: z.unknown().optional(),
+    messages: z.array(z.unknown()).openapi({ description: "The messages in the provider's own wire format" }),
+    diagnostics: z
+      .object({ profile: z.string(), format: z.string(), idFormat: z.string() })
+      .catchall(z.unknown())
+      .openapi({ description: "What the render kept, dropped, projected and why" }),
+  })
+  .openapi("Transcript");
+
+const runningToolSchema = z.object({ toolId: z.string(), toolName: z.string(), elapsedMs: z.number() });
+
+export const activeTurnSchema = z
+  .object({
+    turnId: z.string(),
+    sessionId: z.string(),
+    agentId: z.string(),
+    startedAt: z.number().int(),
+    currentTool: z.string().nullable(),
+    runningTools: z.array(runningToolSchema),
+    toolCallCount: z.number().int(),
+    paused: z.boolean(),
+    pause: z
+      .object({
+        pauseId: z.string(),
+        turnId: z.string(),
+        phase: z.enum(["after_inference", "after_tools"]),
+        deadlineMs: z.number(),
+      })
+      .nullable(),
+    pendingApprovals: z.array(
+      z.object({
+        toolId: z.string(),
+        toolName: z.string(),
+        input: z.record(z.string(), z.unknown()),
+        requestedAt: z.number(),
+        deadlineMs: z.number(),
+      }),
+    ),
+    parentTurnId: z.string().nullable(),
+    childTurnIds: z.array(z.string()),
+    depth: z.number().int(),
+    zombies: z.array(runningToolSchema),
+  })
+  .openapi("ActiveTurn");
+
+export const activeTurnsSchema = z
+  .object({
+    turns: z.array(activeTurnSchema),
+    zombies: z.array(
+      z.object({
+        turnId: z.string(),
+        toolId: z.string(),
+        toolName: z.string(),
+        since: z.number(),
+        elapsedMs: z.number(),
+      }),
+    ),
+  })
+  .openapi("ActiveTurns");
+
+export const traceSchema = z
+  .object({
+    turnId: z.string(),
+    status: z.enum(["running", "completed", "aborted", "interrupted"]),
+    entries: z.array(
+      z
+        .object({ turnId: z.string(), seq: z.number().int(), at: z.number(), kind: z.string() })
+        .catchall(z.unknown())
+        .openapi("TraceEntry", { description: "One decision (`kind` names it) with its own fields" }),
+    ),
+  })
+  .openapi("Trace");
+
+export const streamTokenResponseSchema = z
+  .object({ token: z.string(), expiresAt: z.number().int() })
+  .openapi("StreamToken", { description: "`expiresAt`: epoch milliseconds after which it opens nothing" });
+
+export const mcpServerSchema = z
+  .object({
+    name: z.string(),
+    transport: z.enum(["stdio", "http"]),
+    status: z.enum(["connecting", "ready", "down"]),
+    tools: z.array(z.string()),
+    lastError: z.string().nullable(),
+    restarts: z.number().int(),
+  })
+  .openapi("McpServer", { description: "One configured MCP server (docs/semantics.md#mcp-servers)" });
+export const mcpServerListSchema = z.object({ servers: z.array(mcpServerSchema) }).openapi("McpServerList");
+
+export const agentSchema = z
+  .object({
+    id: z.string(),
+    description: z.string(),
+    provider: z.string(),
+    model: z.string().nullable(),
+    tools: z.array(z.string()),
+    approval: z.record(z.string(), z.enum(["always", "never"])),
+  })
+  .openapi("Agent", {
+    description:
+      "One agent (docs/semantics.md#agents): `tools` are the tool names its patterns match now " +
+      "(MCP tools included); its instructions are never shown",
+  });
+export const agentListSchema = z.object({ agents: z.array(agentSchema) }).openapi("AgentList");
+
+export const turnAbortedSchema = z.object({ ok: z.literal(true), turnId: z.string() }).openapi("TurnAborted");
+export const toolCancelledSchema = z
+  .object({ ok: z.literal(true), turnId: z.string(), toolId: z.string() })
+  .openapi("ToolCancelled");
+export const approvalDecidedSchema = z
+  .object({
+    ok: z.literal(true),
+    turnId: z.string(),
+    toolId: z.string(),
+    decision: z.enum(["approve", "reject"]),
+  })
+  .openapi("ApprovalDecided");
+export const turnContinuedSchema = z
+  .object({ ok: z.literal(true), turnId: z.string(), pauseId: z.string() })
+  .openapi("TurnContinued");
+export const stepModeSwitchedSchema = z
+  .object({ ok: z.literal(true), sessionId: z.string(), stepMode: z.boolean() })
+  .openapi("StepModeSwitched");
+export const chatStoppedSchema = z
+  .object({ ok: z.literal(true), sessionId: z.string(), turnId: z.string() })
+  .openapi("ChatStopped");
+
+/** Every event of a turn's SSE stream (`data:` of each message): the event body with its envelope. */
+export const turnEventSchema = z
+  .intersection(
+    eventBodySchema.openapi("TurnEventBody"),
+    z.object({ turnId: z.string(), seq: z.number().int().min(1), at: z.number() }),
+  )
+  .openapi("TurnEvent", {
+    description:
+      "One turn event: a body discriminated by `type`, with the envelope `turnId`, `seq` (per turn, from 1; " +
+      "also the SSE `id`) and `at` (epoch ms)",
+  });
+
+/**
+ * A chunk of the AI SDK UI message stream protocol v1 (docs/http-api.md#chat-routes-ai-sdk-usechat): `type`
+ * names it.
+ */
+export const uiMessageChunkSchema = z
+  .object({ type: z.string() })
+  .catchall(z.unknown())
+  .openapi("UiMessageChunk", {
+    description:
+      "`start`, `start-step`, `text-*`, `reasoning-*`, `tool-input-available`, `tool-output-*`, " +
+      "`tool-approval-request`, transient `data-*`, `finish-step`, `finish` or `abort`",
+  });
