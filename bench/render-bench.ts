@@ -1,11 +1,11 @@
 /**
- * Transcript renderer cost (DESIGN.md §5.6: "pure, deterministic, O(n)"): `renderProviderRequest` —
- * render plus the provider adapter — over synthetic histories of 1k, 10k and 100k blocks for each
- * profile, median and fastest of several timed runs after a warm-up, and a check that time grows
- * linearly. Even a bare O(n) pass (a Map of every call id, one small object per block) grows faster
- * than 10× from 10k to 100k blocks on a real machine (caches, Map rehashing, the garbage collector),
- * so the renderer's 100k/10k ratio of fastest runs is compared with that reference pass's ratio: a
- * linear renderer stays within a small factor of it, a quadratic one would be ~10× above it.
+ * Transcript renderer cost (docs/semantics.md#transcript-integrity: "pure, deterministic, O(n)"):
+ * `renderProviderRequest` — render plus the provider adapter — over synthetic histories of 1k, 10k and 100k
+ * blocks for each profile, median and fastest of several timed runs after a warm-up, and a check that time
+ * grows linearly. Even a bare O(n) pass (a Map of every call id, one small object per block) grows faster
+ * than 10× from 10k to 100k blocks on a real machine (caches, Map rehashing, the garbage collector), so the
+ * renderer's 100k/10k ratio of fastest runs is compared with that reference pass's ratio: a linear renderer
+ * stays within a small factor of it, a quadratic one would be ~10× above it.
  *
  * Goals, printed as ratios: a full render within 2.5× of the bare pass over the same 100k blocks and
  * within 5× over 10k; the render an inference pays — one more turn appended to a session of about

@@ -21,13 +21,13 @@ const REQUEST_LIMIT_MS = 10_000;
 /** Each call is a `sleep` far longer than its own `_meta.timeout`, so its deadline always fires first. */
 const CALL_TIMEOUT_MS = 1_000;
 /**
- * Call i sleeps `SLEEP_BASE_MS + i` ms: distinct inputs, so the loop detector of DESIGN.md §5.3 (same
- * tool, same input apart from `_meta`, 5 times in a window) sees no repeat and lets a batch run.
+ * Call i sleeps `SLEEP_BASE_MS + i` ms: distinct inputs, so the loop detector of docs/semantics.md#scheduling
+ * (same tool, same input apart from `_meta`, 5 times in a window) sees no repeat and lets a batch run.
  */
 const SLEEP_BASE_MS = 3_600_000;
 /**
- * Every timeout counts as a transient failure for the `sleep` circuit breaker (DESIGN.md §5.4); with
- * the default threshold of 5 it would open in the first round and later calls would fail fast.
+ * Every timeout counts as a transient failure for the `sleep` circuit breaker (docs/semantics.md#resilience);
+ * with the default threshold of 5 it would open in the first round and later calls would fail fast.
  */
 const BREAKER_FAILURE_THRESHOLD_FOR_TIMEOUTS = 1_000_000;
 /** The schema's upper bound (src/config/schema.ts): one batch of a turn runs at most this many calls. */

@@ -68,7 +68,9 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
     info: {
       title: "reins",
       version: VERSION,
-      description: "HTTP/SSE turn-orchestration server for LLM agents (see DESIGN.md §3 and §4).",
+      description:
+        "HTTP/SSE turn-orchestration server for LLM agents. The contract, in the repository: " +
+        "docs/http-api.md (routes), docs/events.md (SSE events), docs/semantics.md (semantics).",
     },
     security: auth.tokens.length > 0 ? [{ bearer: [] }] : [],
   });

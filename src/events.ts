@@ -67,7 +67,7 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     error: z.string(),
     classification: z.enum(["transient", "permanent"]),
   }),
-  /** A call that needs a person's approval waits (DESIGN.md §8.3); `deadlineMs` is epoch ms. */
+  /** A call that needs a person's approval waits (docs/semantics.md#approval); `deadlineMs` is epoch ms. */
   z.object({
     type: z.literal("tool_approval_request"),
     ...toolRef,

@@ -1,8 +1,8 @@
 /**
- * How deeply a JSON value nests (DESIGN.md §10): request bodies at the HTTP boundary and tool input
- * coming from models are refused beyond `MAX_JSON_DEPTH` levels, because everything downstream that
- * walks a value recursively (`JSON.stringify` in the store, zod, renderers) would overflow the stack
- * on a deep enough one. The check itself is iterative, so it holds for any depth.
+ * How deeply a JSON value nests (docs/semantics.md#isolation-and-limits): request bodies at the HTTP boundary
+ * and tool input coming from models are refused beyond `MAX_JSON_DEPTH` levels, because everything downstream
+ * that walks a value recursively (`JSON.stringify` in the store, zod, renderers) would overflow the stack on
+ * a deep enough one. The check itself is iterative, so it holds for any depth.
  */
 
 /** Deepest nesting of arrays and objects accepted: `[]` and `{}` are depth 1, a scalar depth 0. */

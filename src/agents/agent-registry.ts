@@ -1,5 +1,5 @@
 /**
- * The agents of a deployment (DESIGN.md §8.1), resolved from the configuration: each agent's
+ * The agents of a deployment (docs/semantics.md#agents), resolved from the configuration: each agent's
  * instructions, provider and model, tool patterns, approval entries and limits. With no agents
  * configured there is one built-in agent, `default`: no instructions, every tool (`*`), the default
  * provider. The tools an agent has are resolved against the tool registry when asked, so tools that

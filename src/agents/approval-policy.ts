@@ -1,8 +1,8 @@
 /**
- * An agent's approval policy (DESIGN.md §8.3): which of its tool calls wait for a person's decision
- * before they run. The agent's `approval` entries map tool names or `*` patterns to `"always"` or
- * `"never"`; the most specific entry matching a tool decides, and a tool no entry matches runs
- * without approval.
+ * An agent's approval policy (docs/semantics.md#approval): which of its tool calls wait for a person's
+ * decision before they run. The agent's `approval` entries map tool names or `*` patterns to `"always"` or
+ * `"never"`; the most specific entry matching a tool decides, and a tool no entry matches runs without
+ * approval.
  */
 import { mostSpecificMatch } from "./tool-patterns.js";
 

@@ -1,5 +1,5 @@
 /**
- * Start-up checks of the configured agents (DESIGN.md §8.1). Errors stop start-up: a `defaultAgent`
+ * Start-up checks of the configured agents (docs/semantics.md#agents). Errors stop start-up: a `defaultAgent`
  * naming no agent, several agents and no `defaultAgent`, an agent whose provider has no key. A tool
  * pattern that matches no known tool only warns: MCP tools arrive after start-up, and a pattern under
  * a configured MCP server's prefix (`docs__*`) is expected to match nothing until the server answers.

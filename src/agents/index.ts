@@ -1,4 +1,6 @@
-/** Agents (DESIGN.md §8.1): the registry of configured agents, their tool rules and start-up checks. */
+/**
+ * Agents (docs/semantics.md#agents): the registry of configured agents, their tool rules and start-up checks.
+ */
 export { AgentRegistry, BUILTIN_AGENT_ID } from "./agent-registry.js";
 export type { AgentRegistryDeps, AgentSummary, ResolvedAgent } from "./agent-registry.js";
 export { checkAgentsConfig, unmatchedToolPatterns } from "./config-checks.js";

@@ -1,6 +1,7 @@
 /**
- * Tool names and `*` patterns (DESIGN.md §8.1, §8.3): an agent's `tools` and `approval` entries name
- * tools exactly (`web_fetch`) or with `*` standing for any run of characters (`docs__*`, `*`).
+ * Tool names and `*` patterns (docs/semantics.md#agents, docs/semantics.md#approval): an agent's `tools` and
+ * `approval` entries name tools exactly (`web_fetch`) or with `*` standing for any run of characters
+ * (`docs__*`, `*`).
  */
 
 /** Whether `name` matches `pattern` (`*` matches any run of characters, including none). */

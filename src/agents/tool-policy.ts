@@ -1,8 +1,8 @@
 /**
- * Which tools an agent may use in one turn (DESIGN.md §8.1): the tools its `tools` names or patterns
- * match, except the demonstration tools (`echo`, `sleep`, `hang`, `flaky`) under a real provider —
- * those only when the agent names them exactly (`*` does not count for them). What is offered to the
- * model and what may run is the same set; the runner treats any other name as an unknown tool.
+ * Which tools an agent may use in one turn (docs/semantics.md#agents): the tools its `tools` names or
+ * patterns match, except the demonstration tools (`echo`, `sleep`, `hang`, `flaky`) under a real provider —
+ * those only when the agent names them exactly (`*` does not count for them). What is offered to the model
+ * and what may run is the same set; the runner treats any other name as an unknown tool.
  */
 import type { ToolOverride } from "../config/schema.js";
 import { matchesAnyToolPattern } from "./tool-patterns.js";

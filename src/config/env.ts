@@ -1,6 +1,6 @@
 /**
- * The environment variables of DESIGN.md §7 and where each lands in the configuration. One table,
- * read by the loader and by the test that checks `.env.example` lists them all.
+ * The environment variables of docs/semantics.md#operations and where each lands in the configuration. One
+ * table, read by the loader and by the test that checks `.env.example` lists them all.
  */
 type Parser = "string" | "integer" | "boolean" | "list" | "path-list" | "tokens";
 

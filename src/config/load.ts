@@ -107,7 +107,9 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
 
 const KEYED_PROVIDERS = ["anthropic", "openai", "kimi", "mistral"] as const;
 
-/** DESIGN.md §7: `scripted` unless a provider key is set; a named default must have its key. */
+/**
+ * docs/semantics.md#operations: `scripted` unless a provider key is set; a named default must have its key.
+ */
 function defaultProvider(config: Config): ProviderName {
   const named = config.providers.default;
   if (named !== undefined && named !== "scripted" && !config.providers[named].apiKey) {

@@ -48,7 +48,7 @@ const retrySchema = z.strictObject({
 export const toolOverrideSchema = z.strictObject({
   timeoutMs: milliseconds.optional(),
   idleTimeoutMs: milliseconds.optional(),
-  /** Retry policy fields for this tool (DESIGN.md §5.4). */
+  /** Retry policy fields for this tool (docs/semantics.md#resilience). */
   retry: retrySchema.optional(),
   /** A tool tried with the same input when this one fails permanently or its circuit is open. */
   fallback: z.string().min(1).optional(),
@@ -57,7 +57,7 @@ export const toolOverrideSchema = z.strictObject({
 /** What an agent may run: tool names or `*` patterns (`docs__*`). */
 const toolPattern = z.string().regex(/^[A-Za-z0-9_*-]{1,64}$/, "a tool name or a * pattern");
 
-/** One agent (DESIGN.md §8.1): its prompt, model, tools, approval policy and limits. */
+/** One agent (docs/semantics.md#agents): its prompt, model, tools, approval policy and limits. */
 export const agentSchema = z.strictObject({
   description: z.string().default(""),
   /** The system prompt; never stored as a history block. */
@@ -78,7 +78,10 @@ export const agentSchema = z.strictObject({
     .prefault({}),
 });
 
-/** An MCP server (DESIGN.md §8.2), in the shape other MCP hosts use: a command (stdio) or a URL. */
+/**
+ * An MCP server (docs/semantics.md#mcp-servers), in the shape other MCP hosts use: a command (stdio) or a
+ * URL.
+ */
 export const mcpServerSchema = z.union([
   z.strictObject({
     command: z.string().min(1),

@@ -1,6 +1,7 @@
 /**
- * The canonical history model (DESIGN.md §5.6): what a session said and did, independent of any
- * provider's wire format. Canonical call ids are minted by the server and unique per session.
+ * The canonical history model (docs/semantics.md#transcript-integrity): what a session said and did,
+ * independent of any provider's wire format. Canonical call ids are minted by the server and unique per
+ * session.
  */
 
 export type ToolResponseStatus = "complete" | "error" | "cancelled" | "timeout" | "interrupted" | "rejected";

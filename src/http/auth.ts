@@ -1,5 +1,5 @@
 /**
- * Bearer-token auth (DESIGN.md §7): with tokens configured, every /api request needs
+ * Bearer-token auth (docs/http-api.md#auth-and-ownership): with tokens configured, every /api request needs
  * `Authorization: Bearer <token>`, and the token's principal is put on the context. Tokens are
  * compared through their SHA-256 digests with a constant-time comparison. Every 401 carries a
  * `WWW-Authenticate: Bearer` challenge (RFC 6750). With no tokens configured

@@ -1,8 +1,8 @@
 /**
- * The /api body limit (DESIGN.md §10): a body over `BODY_LIMIT_BYTES` (by its Content-Length, or
- * counted as it arrives when chunked) is answered at once with 413 and `Connection: close`, and the
- * connection is closed after the answer without a reset (see `lingering-close.ts`), so a client still
- * sending its body reads the 413.
+ * The /api body limit (docs/semantics.md#isolation-and-limits): a body over `BODY_LIMIT_BYTES` (by its
+ * Content-Length, or counted as it arrives when chunked) is answered at once with 413 and `Connection:
+ * close`, and the connection is closed after the answer without a reset (see `lingering-close.ts`), so a
+ * client still sending its body reads the 413.
  */
 import type { HttpBindings } from "@hono/node-server";
 import type { MiddlewareHandler } from "hono";

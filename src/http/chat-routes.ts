@@ -1,9 +1,10 @@
 /**
- * The AI SDK's `useChat` routes (DESIGN.md §9): `POST /api/chat` runs the newest user message as a
- * turn of the chat (a session with the client's id, created on first use and owned by the caller) and
- * answers with the UI message stream; `GET /api/chat/:id/stream` resumes the chat's running turn from
- * its start (204 when none runs); `POST /api/chat/:id/stop` aborts it. Someone else's chat is 404,
- * exactly like an unknown one; the per-principal turn and stream limits (§10) apply as on every route.
+ * The AI SDK's `useChat` routes (docs/http-api.md#chat-routes-ai-sdk-usechat): `POST /api/chat` runs the
+ * newest user message as a turn of the chat (a session with the client's id, created on first use and owned
+ * by the caller) and answers with the UI message stream; `GET /api/chat/:id/stream` resumes the chat's
+ * running turn from its start (204 when none runs); `POST /api/chat/:id/stop` aborts it. Someone else's chat
+ * is 404, exactly like an unknown one; the per-principal turn and stream limits (§10) apply as on every
+ * route.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HistoryStore } from "../history/store.js";

@@ -1,7 +1,8 @@
 /**
- * zod schemas of `/api/chat` (DESIGN.md §9): the body the AI SDK's `DefaultChatTransport` posts
- * (`{id, messages, trigger, messageId?, …}`; fields a transport's `body` option adds are allowed), the
- * chat id, and the turn's message read from it: the newest user message's text parts, joined.
+ * zod schemas of `/api/chat` (docs/http-api.md#chat-routes-ai-sdk-usechat): the body the AI SDK's
+ * `DefaultChatTransport` posts (`{id, messages, trigger, messageId?, …}`; fields a transport's `body` option
+ * adds are allowed), the chat id, and the turn's message read from it: the newest user message's text parts,
+ * joined.
  */
 import { z } from "@hono/zod-openapi";
 import { idSchema, MAX_MESSAGE_CHARS } from "./schemas.js";

@@ -1,8 +1,9 @@
 /**
- * No response of this server may be shown inside another site's frame (DESIGN.md §10: clickjacking
- * of the page, which can start and abort turns). Every response gets `X-Frame-Options: DENY` (for old
- * browsers) and a Content-Security-Policy with `frame-ancestors 'none'`: appended to the policy a
- * response already has (the page's), or as the whole policy otherwise.
+ * No response of this server may be shown inside another site's frame
+ * (docs/semantics.md#isolation-and-limits: clickjacking of the page, which can start and abort turns). Every
+ * response gets `X-Frame-Options: DENY` (for old browsers) and a Content-Security-Policy with
+ * `frame-ancestors 'none'`: appended to the policy a response already has (the page's), or as the whole
+ * policy otherwise.
  */
 import type { MiddlewareHandler } from "hono";
 

@@ -1,5 +1,5 @@
 /**
- * The API handlers of DESIGN.md §3, registered on the declarations of `route-definitions.ts`.
+ * The API handlers of docs/http-api.md, registered on the declarations of `route-definitions.ts`.
  * Ownership: a principal sees and controls only its own sessions, turns and pauses; anything else is
  * 404, exactly like something that does not exist, and found by the same lookups. Limits (§10): a
  * principal runs at most `maxTurnsPerPrincipal` turns and holds at most `maxStreamsPerPrincipal` SSE
@@ -103,7 +103,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     );
   };
 
-  // the AI SDK's useChat (DESIGN.md §9), under the same stream and turn limits
+  // the AI SDK's useChat (docs/http-api.md#chat-routes-ai-sdk-usechat), under the same stream and turn limits
   api.route("/", chatRoutes({ ...streamDeps, maxTurnsPerPrincipal, acquireStream }));
 
   api.openapi(startTurnRoute, (context) => {

@@ -15,10 +15,9 @@ export const SSE_HEADERS = {
 } as const;
 
 /**
- * The reconnection delay every stream announces (DESIGN.md §9): a browser's EventSource otherwise
- * uses its browser's own default (3 s in Chromium). 2 s resumes a
- * dropped stream soon without hammering the server; after a turn's end the reconnect gets a 204, which
- * stops it.
+ * The reconnection delay every stream announces (docs/events.md#replay-and-reconnection): a browser's
+ * EventSource otherwise uses its browser's own default (3 s in Chromium). 2 s resumes a dropped stream soon
+ * without hammering the server; after a turn's end the reconnect gets a 204, which stops it.
  */
 export const SSE_RETRY_MS = 2_000;
 

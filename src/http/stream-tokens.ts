@@ -1,11 +1,11 @@
 /**
- * Stream tokens (DESIGN.md §9, EventSource): a browser's EventSource cannot send an Authorization
- * header, so the owner of a turn trades its bearer token for a short-lived token that opens only
- * `GET /api/turns/:id/events?token=…` of that one turn. A token is `<id>.<secret>`, both parts random;
- * only the secret's SHA-256 digest is kept (in memory, with the turn, the principal and the expiry),
- * and the presented secret is compared with a constant-time comparison. A token may open the turn's
- * stream again until it expires (an EventSource reconnects with the same URL); a stream it opened runs
- * on past the expiry. Tokens never reach a log line or an error message.
+ * Stream tokens (docs/http-api.md#post-apiturnsidstream-token, EventSource): a browser's EventSource cannot
+ * send an Authorization header, so the owner of a turn trades its bearer token for a short-lived token that
+ * opens only `GET /api/turns/:id/events?token=…` of that one turn. A token is `<id>.<secret>`, both parts
+ * random; only the secret's SHA-256 digest is kept (in memory, with the turn, the principal and the expiry),
+ * and the presented secret is compared with a constant-time comparison. A token may open the turn's stream
+ * again until it expires (an EventSource reconnects with the same URL); a stream it opened runs on past the
+ * expiry. Tokens never reach a log line or an error message.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";

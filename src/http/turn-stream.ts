@@ -3,8 +3,8 @@
  * terminal event. A turn that has already ended is replayed from its event log and the stream closes.
  * The caller's `onClose` (the stream's place in the per-principal limit) runs exactly once: when the
  * stream ends however it ends, or at once when no stream is opened. `hasEverything` tells a client
- * that already holds the whole of an ended turn, so it can be answered 204 (DESIGN.md §9: a browser's
- * EventSource stops reconnecting on a 204).
+ * that already holds the whole of an ended turn, so it can be answered 204
+ * (docs/events.md#replay-and-reconnection: a browser's EventSource stops reconnecting on a 204).
  */
 import { isTerminalEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";

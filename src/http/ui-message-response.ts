@@ -1,9 +1,9 @@
 /**
- * A running turn as a UI message stream response (DESIGN.md §9): its events from the start (the stored
- * ones, then the live tail, in one step so nothing falls between), each mapped to protocol chunks and
- * written as `data: {json}` frames, then `data: [DONE]` after the turn's end. Silence is broken by an
- * SSE comment (`: ping`), which the AI SDK's parser ignores, where reins' own streams send a `ping`
- * event its chunk schema would refuse. `onClose` (the stream's place in the per-principal limit) runs
+ * A running turn as a UI message stream response (docs/http-api.md#chat-routes-ai-sdk-usechat): its events
+ * from the start (the stored ones, then the live tail, in one step so nothing falls between), each mapped to
+ * protocol chunks and written as `data: {json}` frames, then `data: [DONE]` after the turn's end. Silence is
+ * broken by an SSE comment (`: ping`), which the AI SDK's parser ignores, where reins' own streams send a
+ * `ping` event its chunk schema would refuse. `onClose` (the stream's place in the per-principal limit) runs
  * exactly once, however the stream ends; closing it also stops following the turn.
  */
 import { isTerminalEvent, type TurnEvent } from "../events.js";

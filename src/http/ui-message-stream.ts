@@ -1,7 +1,7 @@
 /**
- * Turn events as the AI SDK's UI message stream protocol v1 (DESIGN.md §9): one mapper per streamed
- * turn turns each reins event into the chunks a `useChat` client reads, in order, so that the SDK's
- * own reader assembles the assistant message. Every event type is mapped deliberately:
+ * Turn events as the AI SDK's UI message stream protocol v1 (docs/http-api.md#chat-routes-ai-sdk-usechat):
+ * one mapper per streamed turn turns each reins event into the chunks a `useChat` client reads, in order, so
+ * that the SDK's own reader assembles the assistant message. Every event type is mapped deliberately:
  *
  * - `turn_start` → `start` (messageId: the turn id, metadata: turn, session, agent, provider, model)
  *   and the first `start-step`;

@@ -22,7 +22,8 @@ const HEADERS = {
   // the page is small and changes with the server; revalidate rather than serve a stale copy
   "Cache-Control": "no-cache",
   "X-Content-Type-Options": "nosniff",
-  // never framed (DESIGN.md §10): the page starts and aborts turns, a framing site must not overlay it
+  // never framed (docs/semantics.md#isolation-and-limits): the page starts and aborts turns, a framing site
+  // must not overlay it
   "Content-Security-Policy":
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
   "X-Frame-Options": "DENY",

@@ -1,4 +1,4 @@
-/** MCP servers as tools (DESIGN.md §8.2): the public face of the folder. */
+/** MCP servers as tools (docs/semantics.md#mcp-servers): the public face of the folder. */
 export { McpServers, type McpServerInfo, type McpServersOptions } from "./manager.js";
 export type { McpServerStatus, McpTransportKind, BackoffSettings } from "./connection.js";
 export { MCP_CANCEL_REASON, McpUnavailableError } from "./errors.js";

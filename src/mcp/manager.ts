@@ -1,9 +1,9 @@
 /**
- * The configured MCP servers (DESIGN.md §8.2): one connection each, all started at boot in parallel
- * without waiting; their tools kept in the ToolRegistry as `<server>__<tool>` (added and removed as
- * servers list them; a name taken already is refused with a warning naming both); the status list of
- * `GET /api/mcp/servers`; shutdown, which stops every stdio server's process group; and the crash
- * record that lets the next start kill the groups a killed reins left behind.
+ * The configured MCP servers (docs/semantics.md#mcp-servers): one connection each, all started at boot in
+ * parallel without waiting; their tools kept in the ToolRegistry as `<server>__<tool>` (added and removed as
+ * servers list them; a name taken already is refused with a warning naming both); the status list of `GET
+ * /api/mcp/servers`; shutdown, which stops every stdio server's process group; and the crash record that lets
+ * the next start kill the groups a killed reins left behind.
  */
 import type { Logger } from "pino";
 import type { McpServerConfig } from "../config/schema.js";

@@ -1,7 +1,7 @@
 /**
- * A model provider's failure, classified like a tool failure (DESIGN.md §5.4): 408/409/425/429/5xx
- * and network errors are transient and retried by the loop; other 4xx are permanent and end the turn
- * with an `error` event that quotes the provider's own message.
+ * A model provider's failure, classified like a tool failure (docs/semantics.md#resilience):
+ * 408/409/425/429/5xx and network errors are transient and retried by the loop; other 4xx are permanent and
+ * end the turn with an `error` event that quotes the provider's own message.
  */
 import type { Logger } from "pino";
 import { ModelError } from "../errors.js";

@@ -1,10 +1,9 @@
 /**
- * The scripted model (DESIGN.md §6): needs no key and no network, and drives every feature end to
- * end. It reads the newest user message; `/then` lines split it into steps, and step k drives the
- * k-th inference of the turn. In a step, `/tool NAME {json}` is a call (several make one batch),
- * `/think TEXT` a thinking block, any other line text streamed word by word. With no step left it
- * answers with one line per tool result of the turn; a message with no directive gets
- * `You said: <message>`.
+ * The scripted model (docs/semantics.md#the-scripted-model): needs no key and no network, and drives every
+ * feature end to end. It reads the newest user message; `/then` lines split it into steps, and step k drives
+ * the k-th inference of the turn. In a step, `/tool NAME {json}` is a call (several make one batch), `/think
+ * TEXT` a thinking block, any other line text streamed word by word. With no step left it answers with one
+ * line per tool result of the turn; a message with no directive gets `You said: <message>`.
  */
 import { ModelError } from "../errors.js";
 import type { HistoryBlock } from "../history/model.js";

@@ -1,9 +1,9 @@
 /**
- * One attempt of a tool call (DESIGN.md §5.1): the tool runs under its wall-clock and idle deadlines
- * with progress reports, and the attempt settles at the first of completion, expiry or cancellation —
- * whether or not the tool honours its signal. Timers are created here only and cleared when the attempt
- * settles however it settles; abort listeners are removed then too, so nothing outlives the attempt but
- * a tool that ignored its signal, which becomes a tracked zombie after ZOMBIE_GRACE_MS.
+ * One attempt of a tool call (docs/semantics.md#timeouts): the tool runs under its wall-clock and idle
+ * deadlines with progress reports, and the attempt settles at the first of completion, expiry or cancellation
+ * — whether or not the tool honours its signal. Timers are created here only and cleared when the attempt
+ * settles however it settles; abort listeners are removed then too, so nothing outlives the attempt but a
+ * tool that ignored its signal, which becomes a tracked zombie after ZOMBIE_GRACE_MS.
  */
 import type { ToolPolicy } from "../agents/tool-policy.js";
 import { ToolTimeoutError, TurnAbortedError, type AbortReason } from "../errors.js";
@@ -34,7 +34,9 @@ export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "he
   services?: ToolServices;
   /** A per-call signal (cancel one tool); its abort cancels only that call. */
   callSignal?: (callId: string) => AbortSignal | undefined;
-  /** The turn's agent's tool rules (DESIGN.md §8.1), which the runner enforces; none: every tool. */
+  /**
+   * The turn's agent's tool rules (docs/semantics.md#agents), which the runner enforces; none: every tool.
+   */
   toolPolicy?: ToolPolicy;
 };
 
@@ -95,7 +97,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       scope.signal.removeEventListener("abort", onCancel);
       callSignal?.removeEventListener("abort", onCancel);
       // A cooperative tool settles right after its signal aborts; one still running after the grace
-      // period ignored it and is tracked as a zombie until it settles (DESIGN.md §5.2).
+      // period ignored it and is tracked as a zombie until it settles (docs/semantics.md#cancellation).
       if (!fromTool) cutOnSettle();
       resolve(result);
     };

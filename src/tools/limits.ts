@@ -1,7 +1,7 @@
 /**
- * Resolution of a call's limits (DESIGN.md §5.1): configured per-tool override, else the tool's own,
- * else the defaults; a call may ask for its own wall-clock limit with `input._meta.timeout`, bounded
- * by `maxCallTimeoutMs`. `_meta` is stripped before the tool sees its input.
+ * Resolution of a call's limits (docs/semantics.md#timeouts): configured per-tool override, else the tool's
+ * own, else the defaults; a call may ask for its own wall-clock limit with `input._meta.timeout`, bounded by
+ * `maxCallTimeoutMs`. `_meta` is stripped before the tool sees its input.
  */
 import { clampTimeouts, type TimeoutPair } from "../config/clamp.js";
 import type { ToolOverride } from "../config/schema.js";

@@ -1,10 +1,10 @@
 /**
- * The tool runner (DESIGN.md §5.1, §5.4): runs one call to an outcome — resolving its limits and
- * input, then attempts (attempt.ts: deadlines, progress, cancellation) wrapped in the tool's circuit
- * breaker, classification of every failure, retries of transient ones with backoff, and the tool's
- * fallback. Every decision goes to the DecisionRecorder. `run` never rejects.
+ * The tool runner (docs/semantics.md#timeouts, docs/semantics.md#resilience): runs one call to an outcome —
+ * resolving its limits and input, then attempts (attempt.ts: deadlines, progress, cancellation) wrapped in
+ * the tool's circuit breaker, classification of every failure, retries of transient ones with backoff, and
+ * the tool's fallback. Every decision goes to the DecisionRecorder. `run` never rejects.
  *
- * The one place a turn's agent's tool rules are enforced (DESIGN.md §8.1): a tool the agent may not
+ * The one place a turn's agent's tool rules are enforced (docs/semantics.md#agents): a tool the agent may not
  * use is an unknown tool (and is never a fallback), and the agent's per-tool limits apply over the
  * configured overrides.
  */

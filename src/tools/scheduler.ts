@@ -1,12 +1,12 @@
 /**
- * The batch scheduler (DESIGN.md §5.3, §5.4): all calls of one model response are one batch.
- * `parallel` tools run concurrently up to `maxParallelTools`; an `exclusive` tool waits for everything
- * before it, runs alone, and holds back everything after it. A call may depend on earlier calls of the
- * batch (`_meta.dependsOn: [index, …]`): it waits for them without holding a slot, so independent calls
- * are never held back; when one fails it is skipped, or answers with its `_meta.default`. Results are
- * reported as each call finishes and returned in call order; one slow or failing call never loses the
- * others. A call may also have to pass a gate first (tool approval, DESIGN.md §8.3): like a dependency,
- * it waits there without holding a slot, and its limits start only when it runs.
+ * The batch scheduler (docs/semantics.md#scheduling, docs/semantics.md#resilience): all calls of one model
+ * response are one batch. `parallel` tools run concurrently up to `maxParallelTools`; an `exclusive` tool
+ * waits for everything before it, runs alone, and holds back everything after it. A call may depend on
+ * earlier calls of the batch (`_meta.dependsOn: [index, …]`): it waits for them without holding a slot, so
+ * independent calls are never held back; when one fails it is skipped, or answers with its `_meta.default`.
+ * Results are reported as each call finishes and returned in call order; one slow or failing call never loses
+ * the others. A call may also have to pass a gate first (tool approval, docs/semantics.md#approval): like a
+ * dependency, it waits there without holding a slot, and its limits start only when it runs.
  */
 import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
 import { defaultResult, errorResult, skippedResult } from "./results.js";

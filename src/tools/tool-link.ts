@@ -1,9 +1,10 @@
 /**
- * The only thread between a running tool and the attempt that started it (DESIGN.md §10). A tool
- * that ignores its signal may never settle, and whatever its pending promise and its context can
- * reach stays in memory as long as it runs. So the tool's context and the handlers on its promise
- * reach the attempt only through a `ToolLink`, and when the attempt ends without the tool the link is
- * cut: the zombie keeps the link and a few strings, not the call's input, the turn or its buffers.
+ * The only thread between a running tool and the attempt that started it
+ * (docs/semantics.md#isolation-and-limits). A tool that ignores its signal may never settle, and whatever its
+ * pending promise and its context can reach stays in memory as long as it runs. So the tool's context and the
+ * handlers on its promise reach the attempt only through a `ToolLink`, and when the attempt ends without the
+ * tool the link is cut: the zombie keeps the link and a few strings, not the call's input, the turn or its
+ * buffers.
  *
  * The functions here are outside the attempt on purpose: a closure keeps its whole enclosing scope
  * alive, and these must keep nothing but the link.

@@ -29,7 +29,9 @@ export interface ToolContext {
   readonly services?: ToolServices;
 }
 
-/** A snapshot of the session for the `session_status` tool (DESIGN.md §5.4, agent awareness). */
+/**
+ * A snapshot of the session for the `session_status` tool (docs/semantics.md#resilience, agent awareness).
+ */
 export type SessionStatus = {
   turnId: string;
   toolCallCount: number;
@@ -76,7 +78,7 @@ export interface ToolDefinition<Input = unknown> {
 /** One call of a batch, as the model requested it, under its canonical id. */
 export type ToolCallRequest = { callId: string; name: string; input: Record<string, unknown> };
 
-/** `rejected`: a person refused the call before it ran (tool approval, DESIGN.md §8.3). */
+/** `rejected`: a person refused the call before it ran (tool approval, docs/semantics.md#approval). */
 export type ToolOutcomeStatus = "complete" | "error" | "timeout" | "cancelled" | "rejected";
 
 export type ToolOutcome = {

@@ -1,5 +1,5 @@
 /**
- * The view of a running turn that `GET /api/turns/active` shows (DESIGN.md §3): its running tools with
+ * The view of a running turn that `GET /api/turns/active` shows (docs/http-api.md): its running tools with
  * their elapsed time, its pause, the calls waiting for approval, its links to parent and child turns,
  * and its zombies.
  */
@@ -18,7 +18,7 @@ export type ActiveTurnDetails = {
   toolCallCount: number;
   paused: boolean;
   pause: PauseInfo | null;
-  /** Calls waiting for a person's approval (DESIGN.md §8.3). */
+  /** Calls waiting for a person's approval (docs/semantics.md#approval). */
   pendingApprovals: PendingApproval[];
   parentTurnId: string | null;
   childTurnIds: string[];

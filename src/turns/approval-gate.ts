@@ -1,9 +1,9 @@
 /**
- * The scheduler's gate for tool approval (DESIGN.md §8.3): a call the agent's policy marks `always`
- * waits in the ApprovalRegistry before it takes a slot. Approved, it runs with the input the person
- * approved (the edit is remembered so its result can say what ran); rejected, it ends with a
- * `[REJECTED] …` result of status `rejected`; its turn or its own cancel ending the wait closes it as
- * cancelled, like a call cancelled before it started.
+ * The scheduler's gate for tool approval (docs/semantics.md#approval): a call the agent's policy marks
+ * `always` waits in the ApprovalRegistry before it takes a slot. Approved, it runs with the input the person
+ * approved (the edit is remembered so its result can say what ran); rejected, it ends with a `[REJECTED] …`
+ * result of status `rejected`; its turn or its own cancel ending the wait closes it as cancelled, like a call
+ * cancelled before it started.
  */
 import type { ApprovalPolicy } from "../agents/approval-policy.js";
 import type { EventBody } from "../events.js";

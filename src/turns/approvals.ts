@@ -1,10 +1,10 @@
 /**
- * Tool approval (DESIGN.md §8.3): the calls waiting for a person's decision. A wait announces itself
- * with `tool_approval_request` and ends with the first of: a decision (`approve`, possibly with an
+ * Tool approval (docs/semantics.md#approval): the calls waiting for a person's decision. A wait announces
+ * itself with `tool_approval_request` and ends with the first of: a decision (`approve`, possibly with an
  * edited input checked against the tool's schema, or `reject`), its deadline (`APPROVAL_TIMEOUT_MS`:
  * rejected, `approval timed out`), or one of its signals (the turn's abort or deadline, the call's own
- * cancel: `cancelled`). Every wait removes its timer and listeners however it ends, so nothing
- * outlives its turn.
+ * cancel: `cancelled`). Every wait removes its timer and listeners however it ends, so nothing outlives its
+ * turn.
  */
 import type { EventBody } from "../events.js";
 

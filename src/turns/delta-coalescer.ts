@@ -1,9 +1,9 @@
 /**
- * Coalesces a model's text and thinking deltas before they become events (DESIGN.md §10): deltas of
- * one kind are merged until `maxChars` characters have gathered or `windowMs` has passed since the
- * first of them, whichever comes first, so the events (and rows) a turn writes grow with its output,
- * not with how finely the provider split it. A change of kind, or the end of the inference, sends
- * what has gathered at once.
+ * Coalesces a model's text and thinking deltas before they become events
+ * (docs/semantics.md#isolation-and-limits): deltas of one kind are merged until `maxChars` characters have
+ * gathered or `windowMs` has passed since the first of them, whichever comes first, so the events (and rows)
+ * a turn writes grow with its output, not with how finely the provider split it. A change of kind, or the end
+ * of the inference, sends what has gathered at once.
  */
 import type { EventBody } from "../events.js";
 

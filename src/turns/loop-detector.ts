@@ -1,7 +1,7 @@
 /**
- * The loop detector (DESIGN.md §5.3): watches the calls of one turn for the same tool with the same
- * input (keys sorted, `_meta` ignored) within a window of recent calls. It warns at `warnAt` repeats
- * and asks to stop the turn at `stopAt`.
+ * The loop detector (docs/semantics.md#scheduling): watches the calls of one turn for the same tool with the
+ * same input (keys sorted, `_meta` ignored) within a window of recent calls. It warns at `warnAt` repeats and
+ * asks to stop the turn at `stopAt`.
  */
 export type LoopDetectorSettings = { windowSize: number; warnAt: number; stopAt: number };
 

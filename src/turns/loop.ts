@@ -68,7 +68,7 @@ export type LoopOptions = {
   random?: () => number;
 };
 
-/** The turn's agent (DESIGN.md §8.1) as the loop reads it. */
+/** The turn's agent (docs/semantics.md#agents) as the loop reads it. */
 export type TurnAgent = {
   /** The provider's system prompt; never stored in the history. */
   instructions?: string;
@@ -105,7 +105,7 @@ export type LoopTurn = {
   onZombie?: (call: { callId: string; name: string }, state: "started" | "settled") => void;
   /** Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off). */
   pause?: (phase: PausePhase, summary: unknown) => Promise<PauseOutcome>;
-  /** Tool approval (DESIGN.md §8.3): the agent's policy and where calls wait for a decision. */
+  /** Tool approval (docs/semantics.md#approval): the agent's policy and where calls wait for a decision. */
   approval?: TurnApproval;
   /** The turn's agent; none: no system prompt, every registered tool, the loop's `maxSteps`. */
   agent?: TurnAgent;

@@ -44,7 +44,7 @@ export type StartTurnRequest = {
   agentId?: string;
   provider?: string;
   model?: string;
-  /** Pause at phase boundaries (DESIGN.md §5.5); defaults to the session's switch. */
+  /** Pause at phase boundaries (docs/semantics.md#step-control); defaults to the session's switch. */
   stepMode?: boolean;
   /** The principal starting the turn; a new session is owned by it. */
   principal?: string | null;
@@ -92,9 +92,12 @@ export type TurnManagerDeps = {
   onTurnEnded?: (outcome: string, durationMs: number) => void;
   /** Told about the results of calls an abort or a deadline closed (metrics), like the loop's. */
   toolResults?: ToolResultObservers;
-  /** The deployment's agents (DESIGN.md §8.1); none: the built-in agent, every tool, no instructions. */
+  /**
+   * The deployment's agents (docs/semantics.md#agents); none: the built-in agent, every tool, no
+   * instructions.
+   */
   agents?: AgentRegistry;
-  /** The approval policy of an agent (DESIGN.md §8.3); none: no call waits for approval. */
+  /** The approval policy of an agent (docs/semantics.md#approval); none: no call waits for approval. */
   approvalPolicy?: (agentId: string) => ApprovalPolicy;
 };
 

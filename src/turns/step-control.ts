@@ -1,9 +1,9 @@
 /**
- * Step control (DESIGN.md §5.5): in step mode the loop pauses after an inference that requested tools
- * and after tools ran. A pause emits `debugger.pause` and waits until it is continued by its pauseId,
- * its timeout passes (then it continues, or aborts the turn if so configured), the turn is aborted, or
- * step mode is switched off — whichever comes first. A wait never outlives its turn: it listens to
- * the turn's signal, and its timer and listener are removed however it ends.
+ * Step control (docs/semantics.md#step-control): in step mode the loop pauses after an inference that
+ * requested tools and after tools ran. A pause emits `debugger.pause` and waits until it is continued by its
+ * pauseId, its timeout passes (then it continues, or aborts the turn if so configured), the turn is aborted,
+ * or step mode is switched off — whichever comes first. A wait never outlives its turn: it listens to the
+ * turn's signal, and its timer and listener are removed however it ends.
  */
 import type { EventBody } from "../events.js";
 

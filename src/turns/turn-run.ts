@@ -16,7 +16,7 @@ export type TurnRunOutcome =
   | { status: "completed"; stopReason: string; toolCallCount: number; durationMs: number }
   | { status: "aborted"; reason: AbortReason; durationMs: number };
 
-/** What delegation may still start under one root turn (DESIGN.md §10). */
+/** What delegation may still start under one root turn (docs/semantics.md#isolation-and-limits). */
 export class ChildTurnBudget {
   started = 0;
   running = 0;

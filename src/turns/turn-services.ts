@@ -2,9 +2,10 @@
  * What the framework offers tools of one turn (`ctx.services`): the session's status for the
  * `session_status` tool, and child turns for `delegate`. A child turn runs for another agent inside
  * the parent's call; the call's signal aborting (cancel, timeout, the parent's abort) aborts it with
- * reason `parent`. Child turns draw on their root turn's budget (DESIGN.md §10): so many in all, so
- * many at once. A call over the first gets a permanent error; over the second, a root turn's call waits
- * for a slot and a deeper one gets a permanent error (waiting there could wait on its own ancestors).
+ * reason `parent`. Child turns draw on their root turn's budget (docs/semantics.md#isolation-and-limits): so
+ * many in all, so many at once. A call over the first gets a permanent error; over the second, a root turn's
+ * call waits for a slot and a deeper one gets a permanent error (waiting there could wait on its own
+ * ancestors).
  */
 import type { HistoryStore } from "../history/store.js";
 import { PermanentToolError } from "../tools/resilience/tool-error.js";

@@ -1,7 +1,7 @@
 /**
- * Zombies (DESIGN.md §5.2): tools still running after their call was closed. Tracked until they
- * settle, visible in `/api/turns/active` and metrics. A tool that never settles (like `hang`) would
- * stay forever, so the registry is bounded: beyond `capacity` the oldest entry is dropped.
+ * Zombies (docs/semantics.md#cancellation): tools still running after their call was closed. Tracked until
+ * they settle, visible in `/api/turns/active` and metrics. A tool that never settles (like `hang`) would stay
+ * forever, so the registry is bounded: beyond `capacity` the oldest entry is dropped.
  */
 export type Zombie = { turnId: string; toolId: string; toolName: string; since: number };
 

@@ -1,10 +1,10 @@
 // @ts-check
 /**
- * The built-in webchat page of reins (DESIGN.md §3, §4), its entry module: wires the token field, the
- * composer and the turn controls, ticks the live counters, polls the active turns and reattaches to
- * the turn this tab was following before a reload. The page only uses the public HTTP API; every piece
- * of text reaches the DOM through `textContent` or `append(string)`, never as HTML (docs/web-page.md
- * maps the modules).
+ * The built-in webchat page of reins (docs/http-api.md, docs/events.md), its entry module: wires the token
+ * field, the composer and the turn controls, ticks the live counters, polls the active turns and reattaches
+ * to the turn this tab was following before a reload. The page only uses the public HTTP API; every piece of
+ * text reaches the DOM through `textContent` or `append(string)`, never as HTML (docs/web-page.md maps the
+ * modules).
  */
 import { pollActive, refreshActive } from "./active-turns.js";
 import { setUpTokenForm } from "./api-token.js";

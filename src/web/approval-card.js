@@ -1,8 +1,8 @@
 // @ts-check
 /**
- * A tool call waiting for a person's approval (`tool_approval_request`, DESIGN.md §8.3): the tool, its
- * input as JSON (editable after Edit), a countdown to its deadline, and Approve, Edit and Reject (with
- * an optional reason) — `POST /api/turns/:id/tools/:toolId/approval`. The card resolves when
+ * A tool call waiting for a person's approval (`tool_approval_request`, docs/semantics.md#approval): the
+ * tool, its input as JSON (editable after Edit), a countdown to its deadline, and Approve, Edit and Reject
+ * (with an optional reason) — `POST /api/turns/:id/tools/:toolId/approval`. The card resolves when
  * `tool_approval` arrives (or the call ends some other way), so it also comes out right when the turn's
  * events are replayed after a reload.
  */

@@ -1,8 +1,8 @@
 /**
- * Tool approval on the webchat page (DESIGN.md §8.3) in real Chromium at desktop size against the real
- * server: a card per waiting call with its input, Approve, Edit (an invalid edit shows the server's
- * 400 naming the field and the card keeps waiting; a valid one runs), and Reject with a reason; the
- * cards come back in the right state after a reload.
+ * Tool approval on the webchat page (docs/semantics.md#approval) in real Chromium at desktop size against the
+ * real server: a card per waiting call with its input, Approve, Edit (an invalid edit shows the server's 400
+ * naming the field and the card keeps waiting; a valid one runs), and Reject with a reason; the cards come
+ * back in the right state after a reload.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,8 +1,8 @@
 /**
- * A real Chromium EventSource on an ended turn (DESIGN.md §9), with auth on and a stream token in the
- * URL: it receives every event of the turn, reconnects once when the server closes the stream, gets
- * 204 and stops, instead of reconnecting every few seconds forever. The requests are counted on the
- * server's side of the socket, by a counting pass-through proxy in front of the real server.
+ * A real Chromium EventSource on an ended turn (docs/events.md#replay-and-reconnection), with auth on and a
+ * stream token in the URL: it receives every event of the turn, reconnects once when the server closes the
+ * stream, gets 204 and stops, instead of reconnecting every few seconds forever. The requests are counted on
+ * the server's side of the socket, by a counting pass-through proxy in front of the real server.
  */
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

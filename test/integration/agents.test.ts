@@ -1,10 +1,9 @@
 /**
- * Agents end to end (DESIGN.md §8.1): the real server, configured through `AGENTS_FILE`, talks through
- * the official SDKs to the strict wire-compatible fake providers. The provider gets the agent's
- * instructions as its system prompt and only the agent's tools (no demonstration tool unless named);
- * a call outside the agent's list never runs; unknown and mismatched agents are refused; per-agent
- * limits apply; `GET /api/agents` and the transcript show what they should. Without agents, the
- * server behaves as before.
+ * Agents end to end (docs/semantics.md#agents): the real server, configured through `AGENTS_FILE`, talks
+ * through the official SDKs to the strict wire-compatible fake providers. The provider gets the agent's
+ * instructions as its system prompt and only the agent's tools (no demonstration tool unless named); a call
+ * outside the agent's list never runs; unknown and mismatched agents are refused; per-agent limits apply;
+ * `GET /api/agents` and the transcript show what they should. Without agents, the server behaves as before.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,9 +1,9 @@
 /**
- * The AI SDK's useChat against reins (DESIGN.md §9): the real `ai` package is the client — its
- * `DefaultChatTransport` posts to the real server on a real socket, validates every chunk with its own
- * `uiMessageChunkSchema` (an invalid chunk fails the stream), and `readUIMessageStream` assembles the
- * assistant message the way useChat does. Text, tools (several inferences), a failing tool, approval,
- * stop, resume (and 204 when idle), a chat that goes on, another principal's 404, and bad bodies.
+ * The AI SDK's useChat against reins (docs/http-api.md#chat-routes-ai-sdk-usechat): the real `ai` package is
+ * the client — its `DefaultChatTransport` posts to the real server on a real socket, validates every chunk
+ * with its own `uiMessageChunkSchema` (an invalid chunk fails the stream), and `readUIMessageStream`
+ * assembles the assistant message the way useChat does. Text, tools (several inferences), a failing tool,
+ * approval, stop, resume (and 204 when idle), a chat that goes on, another principal's 404, and bad bodies.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

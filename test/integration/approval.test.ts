@@ -1,5 +1,5 @@
 /**
- * Tool approval end to end (DESIGN.md §8.3): the real server on a real socket, configured with an
+ * Tool approval end to end (docs/semantics.md#approval): the real server on a real socket, configured with an
  * agent whose `echo` calls need approval, driven over HTTP and followed with a real SSE parser —
  * approve, edit (an invalid edit is a 400 naming the field and the call keeps waiting), reject with a
  * reason, another principal's 404, 409 when nothing waits, the pending list of `/api/turns/active`,

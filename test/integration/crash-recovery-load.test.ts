@@ -128,8 +128,8 @@ function planRound(round: number): RoundPlan {
 }
 
 /**
- * The scripted model's message for one turn (DESIGN.md §6). Every call's input is distinct within the
- * turn, so the loop detector never stops a turn this test expects to run on.
+ * The scripted model's message for one turn (docs/semantics.md#the-scripted-model). Every call's input is
+ * distinct within the turn, so the loop detector never stops a turn this test expects to run on.
  */
 function scriptOf(turn: TurnPlan, turnIndex: number): string {
   if (turn.greeting !== null) return `hello ${turn.greeting}`;

@@ -1,10 +1,10 @@
 /**
- * What a browser's EventSource needs from `GET /api/turns/:id/events` (DESIGN.md §9), over the real
- * server on a real socket: every stream opens with `retry:`; a client that already holds the whole of
- * an ended turn gets 204 (which stops an EventSource's reconnect loop) while one that is behind gets
- * the rest and the close; and, with AUTH_TOKENS set, a short-lived stream token (one turn, owner only)
- * opens the stream without an Authorization header, and never shows up in the server's log. The token
- * store's expiry and limits are also checked with an injected clock.
+ * What a browser's EventSource needs from `GET /api/turns/:id/events`
+ * (docs/events.md#replay-and-reconnection), over the real server on a real socket: every stream opens with
+ * `retry:`; a client that already holds the whole of an ended turn gets 204 (which stops an EventSource's
+ * reconnect loop) while one that is behind gets the rest and the close; and, with AUTH_TOKENS set, a
+ * short-lived stream token (one turn, owner only) opens the stream without an Authorization header, and never
+ * shows up in the server's log. The token store's expiry and limits are also checked with an injected clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";

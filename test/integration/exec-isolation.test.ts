@@ -1,11 +1,11 @@
 /**
- * `exec` isolation over the real server (DESIGN.md §10), performed as attacks: a server with auth
- * tokens and a secret in its environment, DATA_DIR inside the allowed root, and one principal whose
- * exec calls try to read the server's environment, another principal's messages in the database,
- * files outside the root, and the server's own API on loopback; then daemons (`setsid -f`, a double
- * fork, `nohup setsid`) that must be gone after a call completes, is aborted, times out, and after the
- * server is stopped with SIGTERM or killed. Processes are found in /proc by a marker in their command
- * line. Start-up: a server whose exec cannot be sandboxed refuses to start unless EXEC_ISOLATION=none.
+ * `exec` isolation over the real server (docs/semantics.md#isolation-and-limits), performed as attacks: a
+ * server with auth tokens and a secret in its environment, DATA_DIR inside the allowed root, and one
+ * principal whose exec calls try to read the server's environment, another principal's messages in the
+ * database, files outside the root, and the server's own API on loopback; then daemons (`setsid -f`, a double
+ * fork, `nohup setsid`) that must be gone after a call completes, is aborted, times out, and after the server
+ * is stopped with SIGTERM or killed. Processes are found in /proc by a marker in their command line.
+ * Start-up: a server whose exec cannot be sandboxed refuses to start unless EXEC_ISOLATION=none.
  *
  * All of it passes only with the sandbox: with EXEC_ISOLATION=none (the old behaviour) every attack
  * succeeds and the `setsid` daemons survive.

@@ -1,5 +1,6 @@
 /**
- * Attacks a review found after the first isolation work (DESIGN.md §10), each performed for real:
+ * Attacks a review found after the first isolation work (docs/semantics.md#isolation-and-limits), each
+ * performed for real:
  * - a nested allowed root that a command turns into a symlink, so the next call is given a host
  *   directory it was never allowed (the roots are now fixed at start-up, nested ones dropped);
  * - `read_file` reading the server's own database when DATA_DIR lies inside an allowed root;

@@ -1,7 +1,7 @@
 /**
- * Per-principal limits and HTTP hardening over the real server (DESIGN.md §10): a real process on a
- * real port, attacked over real sockets — one principal opening far more turns and streams than it
- * may, clients going away mid-stream, oversized bodies on kept-alive connections, deep JSON.
+ * Per-principal limits and HTTP hardening over the real server (docs/semantics.md#isolation-and-limits): a
+ * real process on a real port, attacked over real sockets — one principal opening far more turns and streams
+ * than it may, clients going away mid-stream, oversized bodies on kept-alive connections, deep JSON.
  */
 import http from "node:http";
 import net from "node:net";

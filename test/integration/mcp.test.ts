@@ -1,6 +1,6 @@
 /**
- * MCP servers as tools (DESIGN.md §8.2), in-process against real MCP servers built with the SDK's
- * server classes: stdio children (test/support/mcp-servers/test-server.ts) and a Streamable HTTP server
+ * MCP servers as tools (docs/semantics.md#mcp-servers), in-process against real MCP servers built with the
+ * SDK's server classes: stdio children (test/support/mcp-servers/test-server.ts) and a Streamable HTTP server
  * on a loopback port. What a server receives is read from the file it records cancellations in.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";

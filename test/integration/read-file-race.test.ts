@@ -1,9 +1,9 @@
 /**
- * `read_file` against a real symlink race (DESIGN.md §10): a child process keeps swapping an
- * intermediate directory of the requested path between a real directory inside the root and a
- * symlink to a directory outside it, while the tool reads through that directory hundreds of times.
- * No read may return the outside file. Also the plain cases around it: symlinks in and out, `../`
- * escapes, a FIFO and a device, and the identity check used where /proc is missing.
+ * `read_file` against a real symlink race (docs/semantics.md#isolation-and-limits): a child process keeps
+ * swapping an intermediate directory of the requested path between a real directory inside the root and a
+ * symlink to a directory outside it, while the tool reads through that directory hundreds of times. No read
+ * may return the outside file. Also the plain cases around it: symlinks in and out, `../` escapes, a FIFO and
+ * a device, and the identity check used where /proc is missing.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { once } from "node:events";

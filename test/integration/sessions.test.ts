@@ -1,9 +1,9 @@
 /**
- * The sessions API (DESIGN.md §8.4) on the real server over a real socket, with two principals:
- * create, list (paging 45 sessions by 20, newest activity first, a new turn moving a session to the
- * front), get, rename, delete (409 while a turn runs, gone afterwards, its rows gone from the database
- * file), 404 for another principal on every route, 400 naming a bad limit, cursor or title, and
- * history paged by turn.
+ * The sessions API (docs/semantics.md#sessions-and-usage) on the real server over a real socket, with two
+ * principals: create, list (paging 45 sessions by 20, newest activity first, a new turn moving a session to
+ * the front), get, rename, delete (409 while a turn runs, gone afterwards, its rows gone from the database
+ * file), 404 for another principal on every route, 400 naming a bad limit, cursor or title, and history paged
+ * by turn.
  */
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";

@@ -1,8 +1,8 @@
 /**
- * The turn core's limits attacked for real (DESIGN.md §10), each through the real server on a real
- * socket with a real SSE parser and the real SQLite file: a 200 KB message of one-letter words (delta
- * coalescing), a turn writing more events than its cap, a tree of nested `delegate` calls (the root's
- * child-turn budget), tool input nested 5,000 levels deep, an abort while calls run (the closing
+ * The turn core's limits attacked for real (docs/semantics.md#isolation-and-limits), each through the real
+ * server on a real socket with a real SSE parser and the real SQLite file: a 200 KB message of one-letter
+ * words (delta coalescing), a turn writing more events than its cap, a tree of nested `delegate` calls (the
+ * root's child-turn budget), tool input nested 5,000 levels deep, an abort while calls run (the closing
  * results' attempts and metrics), and the configurable loop detector and model retries.
  */
 import BetterSqlite3 from "better-sqlite3";

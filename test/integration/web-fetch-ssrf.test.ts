@@ -1,10 +1,10 @@
 /**
- * `web_fetch` cannot reach loopback or private networks (DESIGN.md §10), tested by performing the
- * attack: a real `node:http` target on 127.0.0.1 (and one on ::1) records every request it gets, and
- * the tool is called with every spelling of loopback, through a DNS name, and through a redirector
- * that is itself allowed. The target must record no hit and each call must end with the refusal.
- * Then `webFetchAllow` (an IP, a CIDR range, a host name) lets the same fetches through. Last, the
- * real server with SYSTEM_TOOLS=web_fetch: the model cannot fetch reins' own `/metrics`.
+ * `web_fetch` cannot reach loopback or private networks (docs/semantics.md#isolation-and-limits), tested by
+ * performing the attack: a real `node:http` target on 127.0.0.1 (and one on ::1) records every request it
+ * gets, and the tool is called with every spelling of loopback, through a DNS name, and through a redirector
+ * that is itself allowed. The target must record no hit and each call must end with the refusal. Then
+ * `webFetchAllow` (an IP, a CIDR range, a host name) lets the same fetches through. Last, the real server
+ * with SYSTEM_TOOLS=web_fetch: the model cannot fetch reins' own `/metrics`.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,8 +1,8 @@
 /**
- * DESIGN.md §10: a closed call's input, context and promise are released when it becomes a zombie, so
- * memory stays flat however many calls hang. The attack: 10,000 calls of a tool that never settles
- * and ignores its signal, each with a 4 KB input, closed by a 1 ms `_meta.timeout`. What stays on the
- * heap afterwards (after a full GC) is the zombies' own bookkeeping, not their calls.
+ * docs/semantics.md#isolation-and-limits: a closed call's input, context and promise are released when it
+ * becomes a zombie, so memory stays flat however many calls hang. The attack: 10,000 calls of a tool that
+ * never settles and ignores its signal, each with a 4 KB input, closed by a 1 ms `_meta.timeout`. What stays
+ * on the heap afterwards (after a full GC) is the zombies' own bookkeeping, not their calls.
  */
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";

@@ -1,7 +1,7 @@
 /**
- * The address policy of `web_fetch` (DESIGN.md §10; STYLE.md rule 14): which addresses are refused and
- * why, IPv6 forms that carry an IPv4 address judged by that address, and the allow-list (host names,
- * IPs, CIDR ranges) overriding a refusal for exactly what it lists.
+ * The address policy of `web_fetch` (docs/semantics.md#isolation-and-limits; STYLE.md rule 14): which
+ * addresses are refused and why, IPv6 forms that carry an IPv4 address judged by that address, and the
+ * allow-list (host names, IPs, CIDR ranges) overriding a refusal for exactly what it lists.
  */
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/errors.js";

@@ -1,5 +1,5 @@
 /**
- * Agents (DESIGN.md §8.1), below the HTTP layer: start-up checks of `agents` / `defaultAgent`,
+ * Agents (docs/semantics.md#agents), below the HTTP layer: start-up checks of `agents` / `defaultAgent`,
  * `AGENTS_FILE` merged over the configuration file, the demonstration-tool rule, per-agent tool
  * overrides merged over the global ones, and the runner refusing a tool the agent may not use.
  */

@@ -1,5 +1,5 @@
 /**
- * HTTP validation and error mapping in-process (`buildApp(runtime).request`, DESIGN.md §3): every
+ * HTTP validation and error mapping in-process (`buildApp(runtime).request`, docs/http-api.md): every
  * client mistake is a 4xx JSON body with `error` and `code` and no stack trace.
  */
 import pino from "pino";

@@ -1,7 +1,7 @@
 /**
- * A rejected call (tool approval, DESIGN.md §8.3) in transcripts: its `[REJECTED] …` result is a real
- * answer the model gets, not a synthetic placeholder, so it beats a closing `cancelled` or
- * `interrupted` result recorded for the same call and is never marked synthetic.
+ * A rejected call (tool approval, docs/semantics.md#approval) in transcripts: its `[REJECTED] …` result is a
+ * real answer the model gets, not a synthetic placeholder, so it beats a closing `cancelled` or `interrupted`
+ * result recorded for the same call and is never marked synthetic.
  */
 import { describe, expect, it } from "vitest";
 import { isRealStatus, resultRank } from "../../src/history/render/pairing.js";

@@ -1,8 +1,8 @@
 /**
- * Tool approval (DESIGN.md §8.3) in-process, through the real TurnManager, loop, scheduler and runner
- * with the scripted model: the wait holds no concurrency slot, its deadline (fake timers: nothing at
- * n−1, the rejection at n), abort, per-tool cancel and the turn's deadline release it, and approve,
- * edit and reject end as a user would see them in events, history and the model's next answer.
+ * Tool approval (docs/semantics.md#approval) in-process, through the real TurnManager, loop, scheduler and
+ * runner with the scripted model: the wait holds no concurrency slot, its deadline (fake timers: nothing at
+ * n−1, the rejection at n), abort, per-tool cancel and the turn's deadline release it, and approve, edit and
+ * reject end as a user would see them in events, history and the model's next answer.
  */
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";

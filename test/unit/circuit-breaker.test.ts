@@ -1,6 +1,6 @@
 /**
- * The circuit breaker (DESIGN.md §5.4) on an injected clock (STYLE.md rule 11): every transition of
- * closed → open → half-open → closed/open, asserted at n−1 and n where time matters, with the
+ * The circuit breaker (docs/semantics.md#resilience) on an injected clock (STYLE.md rule 11): every
+ * transition of closed → open → half-open → closed/open, asserted at n−1 and n where time matters, with the
  * transitions reported to the caller's observer and to the registry.
  */
 import { describe, expect, it, vi } from "vitest";

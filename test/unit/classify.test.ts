@@ -1,6 +1,6 @@
 /**
- * Error classification (DESIGN.md §5.4; STYLE.md rule 14): which failures are worth retrying. Each
- * row names the error a tool might throw and the classification the runner acts on.
+ * Error classification (docs/semantics.md#resilience; STYLE.md rule 14): which failures are worth retrying.
+ * Each row names the error a tool might throw and the classification the runner acts on.
  */
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";

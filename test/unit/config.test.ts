@@ -1,6 +1,6 @@
 /**
- * Configuration loading (DESIGN.md §7): defaults < JSON file < environment; every bound variable
- * lands where it should; invalid values stop start-up naming the key and the variable; the §5.1
+ * Configuration loading (docs/semantics.md#operations): defaults < JSON file < environment; every bound
+ * variable lands where it should; invalid values stop start-up naming the key and the variable; the §5.1
  * clamp rules warn; `.env.example` documents every variable.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

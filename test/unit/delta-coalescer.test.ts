@@ -1,7 +1,8 @@
 /**
- * The delta coalescer (DESIGN.md §10) with fake timers: deltas of one kind are merged until the size
- * threshold or the end of the time window that starts with the first of them; a change of kind and
- * `flush()` send what has gathered at once; a window of 0 sends every delta; no timer outlives a flush.
+ * The delta coalescer (docs/semantics.md#isolation-and-limits) with fake timers: deltas of one kind are
+ * merged until the size threshold or the end of the time window that starts with the first of them; a change
+ * of kind and `flush()` send what has gathered at once; a window of 0 sends every delta; no timer outlives a
+ * flush.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { EventBody } from "../../src/events.js";

@@ -1,9 +1,10 @@
 /**
- * `exec` in its bubblewrap sandbox (DESIGN.md §10), with the real bwrap of this machine and real
- * processes: what a command can reach (the roots, no other file of the host, not DATA_DIR inside a
- * root; the server's environment is attacked over a real server in exec-isolation.test.ts), what
- * survives it (nothing: checked in /proc by a marker in each process's command line, the moment the
- * call settles), and the start-up check that refuses to build the tool when bwrap cannot run. The attacks here succeed with `execIsolation: "none"`, which is the old behaviour.
+ * `exec` in its bubblewrap sandbox (docs/semantics.md#isolation-and-limits), with the real bwrap of this
+ * machine and real processes: what a command can reach (the roots, no other file of the host, not DATA_DIR
+ * inside a root; the server's environment is attacked over a real server in exec-isolation.test.ts), what
+ * survives it (nothing: checked in /proc by a marker in each process's command line, the moment the call
+ * settles), and the start-up check that refuses to build the tool when bwrap cannot run. The attacks here
+ * succeed with `execIsolation: "none"`, which is the old behaviour.
  */
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";

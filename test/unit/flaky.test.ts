@@ -1,6 +1,6 @@
 /**
- * `flaky` (DESIGN.md §5.4): fails a given number of times, counted per call id or per shared key,
- * with errors that classify as they claim; its counters are per tool instance and bounded.
+ * `flaky` (docs/semantics.md#resilience): fails a given number of times, counted per call id or per shared
+ * key, with errors that classify as they claim; its counters are per tool instance and bounded.
  */
 import { describe, expect, it } from "vitest";
 import { createFlakyTool, FLAKY_MAX_COUNTERS, type FlakyInput } from "../../src/tools/builtin/flaky.js";

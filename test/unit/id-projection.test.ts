@@ -1,7 +1,7 @@
 /**
- * Tool-call id projection (DESIGN.md §5.6 point 4; STYLE.md rule 14): each provider's id format,
- * native ids kept, generated ids that never collide with them, the empty id, Kimi's whole-transcript
- * index, determinism, and the reverse map.
+ * Tool-call id projection (docs/semantics.md#transcript-integrity point 4; STYLE.md rule 14): each provider's
+ * id format, native ids kept, generated ids that never collide with them, the empty id, Kimi's
+ * whole-transcript index, determinism, and the reverse map.
  */
 import { describe, expect, it } from "vitest";
 import {

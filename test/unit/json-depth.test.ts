@@ -1,6 +1,6 @@
 /**
- * The JSON nesting check (DESIGN.md §10): exact at the limit, iterative (no stack overflow however
- * deep), and usable on model tool input as well as request bodies.
+ * The JSON nesting check (docs/semantics.md#isolation-and-limits): exact at the limit, iterative (no stack
+ * overflow however deep), and usable on model tool input as well as request bodies.
  */
 import { describe, expect, it } from "vitest";
 import { MAX_JSON_DEPTH, jsonDepthExceeds } from "../../src/json-depth.js";

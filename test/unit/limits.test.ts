@@ -1,5 +1,5 @@
 /**
- * resolveCall (DESIGN.md §5.1): which limits a call runs under, what its tool is given, and which
+ * resolveCall (docs/semantics.md#timeouts): which limits a call runs under, what its tool is given, and which
  * corrections are warned about. Table-driven (STYLE.md rule 14).
  */
 import { describe, expect, it } from "vitest";

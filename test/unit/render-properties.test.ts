@@ -1,9 +1,9 @@
 /**
- * Transcript integrity for every history (DESIGN.md §5.6; STYLE.md rule 15): whatever aborts, crashes,
- * retries and provider switches left in the canonical history, the rendered request passes every rule
- * of the selected provider, ids are well-formed and collision-free, no successful result is lost,
- * every call without a result gets an `[INTERRUPTED]` one, rendering is deterministic, and a small
- * context budget drops whole turns without ever separating a call from its result.
+ * Transcript integrity for every history (docs/semantics.md#transcript-integrity; STYLE.md rule 15): whatever
+ * aborts, crashes, retries and provider switches left in the canonical history, the rendered request passes
+ * every rule of the selected provider, ids are well-formed and collision-free, no successful result is lost,
+ * every call without a result gets an `[INTERRUPTED]` one, rendering is deterministic, and a small context
+ * budget drops whole turns without ever separating a call from its result.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

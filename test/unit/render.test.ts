@@ -1,6 +1,7 @@
 /**
- * The transcript renderer on concrete histories (DESIGN.md §5.6): pairing, placement, dedupe, thinking,
- * id projection, provider shape quirks, the context budget and the adapters' exact request shapes.
+ * The transcript renderer on concrete histories (docs/semantics.md#transcript-integrity): pairing, placement,
+ * dedupe, thinking, id projection, provider shape quirks, the context budget and the adapters' exact request
+ * shapes.
  */
 import { describe, expect, it } from "vitest";
 import {

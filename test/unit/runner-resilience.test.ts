@@ -1,9 +1,9 @@
 /**
- * ToolRunner resilience (DESIGN.md §5.2 zombies, §5.4) under fake timers: retries with their exact
- * backoff, the retry caps, cancellation during backoff, the circuit breaker across calls, fallbacks,
- * per-call cancel and zombie tracking. Every test drives a real ToolRunner and checks what the model
- * and the trace would see: the outcome, the hooks and the recorded decisions; and that no timer or
- * abort listener is left behind.
+ * ToolRunner resilience (docs/semantics.md#cancellation zombies, docs/semantics.md#resilience) under fake
+ * timers: retries with their exact backoff, the retry caps, cancellation during backoff, the circuit breaker
+ * across calls, fallbacks, per-call cancel and zombie tracking. Every test drives a real ToolRunner and
+ * checks what the model and the trace would see: the outcome, the hooks and the recorded decisions; and that
+ * no timer or abort listener is left behind.
  */
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";

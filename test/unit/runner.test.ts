@@ -1,9 +1,9 @@
 /**
- * ToolRunner under fake timers (DESIGN.md §5.1, §5.2; STYLE.md rule 12): every deadline is asserted
- * not to have fired at n−1 ms and to have fired at exactly n ms, and every outcome leaves no timer
- * and no abort listener behind. A tool that ignores its signal (`hang`) leaves exactly one timer, the
- * zombie grace timer, which fires after ZOMBIE_GRACE_MS and reports the zombie; then nothing is left.
- * Retries and the circuit breaker are covered in runner-resilience.test.ts.
+ * ToolRunner under fake timers (docs/semantics.md#timeouts, docs/semantics.md#cancellation; STYLE.md rule
+ * 12): every deadline is asserted not to have fired at n−1 ms and to have fired at exactly n ms, and every
+ * outcome leaves no timer and no abort listener behind. A tool that ignores its signal (`hang`) leaves
+ * exactly one timer, the zombie grace timer, which fires after ZOMBIE_GRACE_MS and reports the zombie; then
+ * nothing is left. Retries and the circuit breaker are covered in runner-resilience.test.ts.
  */
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from "vitest";

@@ -1,6 +1,6 @@
 /**
- * ToolScheduler (DESIGN.md §5.3): one batch through a real ToolRunner and ToolRegistry, with fake
- * tools that sleep on (fake) timers and log when they start and end.
+ * ToolScheduler (docs/semantics.md#scheduling): one batch through a real ToolRunner and ToolRegistry, with
+ * fake tools that sleep on (fake) timers and log when they start and end.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";

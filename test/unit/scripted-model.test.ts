@@ -1,5 +1,6 @@
 /**
- * The scripted model (DESIGN.md §6), fed canonical history arrays as the loop would build them.
+ * The scripted model (docs/semantics.md#the-scripted-model), fed canonical history arrays as the loop would
+ * build them.
  */
 import { describe, expect, it } from "vitest";
 import { ModelError } from "../../src/errors.js";

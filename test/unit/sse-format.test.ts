@@ -1,7 +1,7 @@
 /**
- * The SSE writer (DESIGN.md §4, §9): exact frame bytes, the `retry:` field that opens every stream,
- * keep-alive pings after silence (fake timers), headers, and a close callback that runs exactly once
- * however the stream ends.
+ * The SSE writer (docs/events.md, docs/events.md#replay-and-reconnection): exact frame bytes, the `retry:`
+ * field that opens every stream, keep-alive pings after silence (fake timers), headers, and a close callback
+ * that runs exactly once however the stream ends.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TurnEvent } from "../../src/events.js";

@@ -1,6 +1,6 @@
 /**
- * StepController (DESIGN.md §5.5) with fake timers: every way a pause ends — continue by id, timeout,
- * abort, step mode switched off — releases the wait, leaves no timer or listener, and pauses of
+ * StepController (docs/semantics.md#step-control) with fake timers: every way a pause ends — continue by id,
+ * timeout, abort, step mode switched off — releases the wait, leaves no timer or listener, and pauses of
  * concurrent turns are kept apart by id.
  */
 import { getEventListeners } from "node:events";

@@ -1,8 +1,8 @@
 /**
- * The system tools against the real system (DESIGN.md §5.2, §5.4, §6): `exec` with real child
- * processes (process groups checked in /proc), `read_file` with real files and symlinks in a temp
- * directory, `web_fetch` against a real `node:http` server on 127.0.0.1. Tools are called directly
- * with a hand-built ToolContext; waits are bounded, never timed.
+ * The system tools against the real system (docs/semantics.md#cancellation, docs/semantics.md#resilience,
+ * docs/semantics.md#the-scripted-model): `exec` with real child processes (process groups checked in /proc),
+ * `read_file` with real files and symlinks in a temp directory, `web_fetch` against a real `node:http` server
+ * on 127.0.0.1. Tools are called directly with a hand-built ToolContext; waits are bounded, never timed.
  */
 import { getEventListeners } from "node:events";
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";

@@ -1,5 +1,5 @@
 /**
- * Errors that are not the model's are not blamed on it (DESIGN.md §4): a TurnManager over a store
+ * Errors that are not the model's are not blamed on it (docs/events.md): a TurnManager over a store
  * that fails while storing the model's answer reports `internal_error` (without the failure's own
  * text) and ends the turn with `turn_abort` reason `error`; a real model failure is still `model_error`.
  */

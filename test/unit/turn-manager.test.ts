@@ -1,7 +1,8 @@
 /**
- * The TurnManager in-process (DESIGN.md §5.2, §5.3, §5.6): abort, exactly one terminal event however
- * abort races completion, synthetic results, the active-turn registry, the snapshot hook, MAX_STEPS,
- * disconnect handling (fake timers for the grace period) and crash recovery.
+ * The TurnManager in-process (docs/semantics.md#cancellation, docs/semantics.md#scheduling,
+ * docs/semantics.md#transcript-integrity): abort, exactly one terminal event however abort races completion,
+ * synthetic results, the active-turn registry, the snapshot hook, MAX_STEPS, disconnect handling (fake timers
+ * for the grace period) and crash recovery.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

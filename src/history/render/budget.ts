@@ -1,9 +1,9 @@
 /**
- * The context budget (DESIGN.md §5.6): when the rendered transcript's estimated size exceeds the
- * budget, whole older turns are dropped — a turn being a user message and everything after it until
- * the next one, so a call is never separated from its results — and replaced by one summary line at
- * the start of the first kept user message (a separate user message would break role alternation).
- * The newest turn is always kept, even when it alone is over budget. Estimates are ceil(chars / 4).
+ * The context budget (docs/semantics.md#transcript-integrity): when the rendered transcript's estimated size
+ * exceeds the budget, whole older turns are dropped — a turn being a user message and everything after it
+ * until the next one, so a call is never separated from its results — and replaced by one summary line at the
+ * start of the first kept user message (a separate user message would break role alternation). The newest
+ * turn is always kept, even when it alone is over budget. Estimates are ceil(chars / 4).
  *
  * The choice reads a transcript through a `BudgetView` of per-turn prefix sums, so an incremental
  * render that keeps them decides in O(log turns) plus the few turns it tries, not O(messages).

@@ -1,5 +1,6 @@
 /**
- * Tool-call id projection (DESIGN.md §5.6 point 4): the id each provider sees for a canonical call.
+ * Tool-call id projection (docs/semantics.md#transcript-integrity point 4): the id each provider sees for a
+ * canonical call.
  *
  * - OpenAI (`call`), Anthropic (`toolu`), Mistral (`mistral-9`): an id the provider accepts — the
  *   provider's own `providerCallId`, else the canonical id — is kept as it is when no earlier call took

@@ -1,7 +1,7 @@
 /**
- * The transcript renderer (DESIGN.md §5.6): canonical history → a transcript the selected provider
- * accepts, with diagnostics; provider profiles; id projection; the context budget; shape adapters; a
- * per-session cache that renders only what a session added since its previous render.
+ * The transcript renderer (docs/semantics.md#transcript-integrity): canonical history → a transcript the
+ * selected provider accepts, with diagnostics; provider profiles; id projection; the context budget; shape
+ * adapters; a per-session cache that renders only what a session added since its previous render.
  */
 export { renderTranscript } from "./render.js";
 export { renderProviderRequest, type ProviderRequestMessages } from "./request.js";

@@ -1,7 +1,7 @@
 /**
- * Provider profiles (DESIGN.md §5.6, PROVIDERS.md): for each provider the renderer targets, its wire
- * family, tool-call id format, thinking policy, message-shape quirks and context budget. A profile is
- * plain data; the renderer and the adapters read it, never the provider's name.
+ * Provider profiles (docs/semantics.md#transcript-integrity, PROVIDERS.md): for each provider the renderer
+ * targets, its wire family, tool-call id format, thinking policy, message-shape quirks and context budget. A
+ * profile is plain data; the renderer and the adapters read it, never the provider's name.
  */
 
 export type ProfileName = "anthropic" | "openai" | "kimi" | "mistral";

@@ -1,7 +1,7 @@
 /**
  * `renderTranscript(history, profile, options)`: the canonical history as one provider accepts it
- * (DESIGN.md §5.6 points 1–6). Pure and deterministic; O(n) — every lookup goes through a map keyed by
- * canonical id. Passes:
+ * (docs/semantics.md#transcript-integrity points 1–6). Pure and deterministic; O(n) — every lookup goes
+ * through a map keyed by canonical id. Passes:
  *
  * 1. index — the call of each canonical id and its winning result; duplicates and orphans noted; ids
  *    projected and tool names sanitized once per call (pairing.ts, ids.ts);

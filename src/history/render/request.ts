@@ -82,7 +82,7 @@ export function providerRequestOf(
 }
 
 /**
- * Where a system prompt goes (DESIGN.md §8.1): Anthropic takes it as the request's `system`; the
+ * Where a system prompt goes (docs/semantics.md#agents): Anthropic takes it as the request's `system`; the
  * OpenAI-compatible formats as a leading `{"role": "system"}` message. It is added to the request
  * only, never to the rendered (cached) messages or the history. No prompt (or an empty one): nothing.
  */

@@ -1,6 +1,7 @@
 /**
  * One history rendered for one profile, thinking setting and model, kept so that the same history
- * grown at its end renders in time proportional to what was added (DESIGN.md §5.6; docs/transcripts.md).
+ * grown at its end renders in time proportional to what was added (docs/semantics.md#transcript-integrity;
+ * docs/transcripts.md).
  *
  * A render indexes the new blocks (pairing.ts, ids.ts), walks the history from the last checkpoint
  * (assemble.ts), and commits the messages before the new checkpoint together with their token

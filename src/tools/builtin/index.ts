@@ -9,8 +9,9 @@ import { sleepTool } from "./sleep.js";
 export { createFlakyTool, delegateTool, echoTool, hangTool, sessionStatusTool, sleepTool };
 
 /**
- * The tools that are always available: `echo`, `sleep`, `hang` (DESIGN.md §6), `flaky` (to see retries
- * and breakers), `session_status` and `delegate`. Built fresh per registry: `flaky` keeps counters.
+ * The tools that are always available: `echo`, `sleep`, `hang` (docs/semantics.md#the-scripted-model),
+ * `flaky` (to see retries and breakers), `session_status` and `delegate`. Built fresh per registry: `flaky`
+ * keeps counters.
  */
 export function builtinTools(): ToolDefinition[] {
   return [

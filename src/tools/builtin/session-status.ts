@@ -1,6 +1,6 @@
 /**
- * `session_status {}`: tells the model where it stands (DESIGN.md §5.4, agent awareness) — this turn's
- * tool-call count and elapsed time, the calls of this session that timed out or were cancelled, and
+ * `session_status {}`: tells the model where it stands (docs/semantics.md#resilience, agent awareness) — this
+ * turn's tool-call count and elapsed time, the calls of this session that timed out or were cancelled, and
  * which tools' circuits are open — so it can change course instead of repeating what failed.
  */
 import { z } from "zod";

@@ -1,8 +1,8 @@
 /**
- * A circuit breaker per tool (DESIGN.md §5.4): closed → open after `failureThreshold` consecutive
- * transient failures → after `openMs`, half-open, admitting exactly one probe at a time (concurrent
- * callers fail fast while it runs) → closed after `halfOpenSuccesses` consecutive successful probes,
- * open again on a failed one. Permanent errors neither count nor reset.
+ * A circuit breaker per tool (docs/semantics.md#resilience): closed → open after `failureThreshold`
+ * consecutive transient failures → after `openMs`, half-open, admitting exactly one probe at a time
+ * (concurrent callers fail fast while it runs) → closed after `halfOpenSuccesses` consecutive successful
+ * probes, open again on a failed one. Permanent errors neither count nor reset.
  */
 export type BreakerState = "closed" | "open" | "half_open";
 

@@ -1,8 +1,8 @@
 /**
- * Error classification (DESIGN.md §5.4): transient (timeouts, network errors, 429, 5xx overload,
- * connection reset) or permanent (invalid input, 400, 401/403, 404, unknown tool, schema failure).
- * Unknown errors are transient. A tool may override with its own classifier; an explicit
- * classification on a ToolError wins over codes and statuses.
+ * Error classification (docs/semantics.md#resilience): transient (timeouts, network errors, 429, 5xx
+ * overload, connection reset) or permanent (invalid input, 400, 401/403, 404, unknown tool, schema failure).
+ * Unknown errors are transient. A tool may override with its own classifier; an explicit classification on a
+ * ToolError wins over codes and statuses.
  */
 import { ZodError } from "zod";
 import { ToolTimeoutError } from "../../errors.js";

@@ -1,7 +1,7 @@
 /**
- * Retry policy (DESIGN.md §5.4): transient failures are retried after 100, 200, 400, 800 ms (×2,
- * capped at 800) with ±10 % jitter, at most 5 attempts, and no attempt starts once 2 s have passed
- * since the first began. Permanent failures are never retried. A tool may override any field.
+ * Retry policy (docs/semantics.md#resilience): transient failures are retried after 100, 200, 400, 800 ms
+ * (×2, capped at 800) with ±10 % jitter, at most 5 attempts, and no attempt starts once 2 s have passed since
+ * the first began. Permanent failures are never retried. A tool may override any field.
  *
  * Timeouts count as transient (for the circuit breaker) but are not retried unless a tool opts in
  * with `retryOnTimeout`: a wall-clock limit caps the call, and retrying would multiply it.

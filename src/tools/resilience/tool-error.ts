@@ -1,7 +1,7 @@
 /**
  * Errors tools throw to say what went wrong in a way the framework can classify: an HTTP status, a
  * system error code, or an explicit classification. Plain errors are fine too; they classify by their
- * `code`/`status` properties if present, else as transient (DESIGN.md §5.4).
+ * `code`/`status` properties if present, else as transient (docs/semantics.md#resilience).
  */
 import { ReinsError } from "../../errors.js";
 

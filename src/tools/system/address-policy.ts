@@ -1,10 +1,10 @@
 /**
- * Which network destinations `web_fetch` may connect to (DESIGN.md §10): an address is fine when it is
- * public unicast; loopback, private (RFC 1918), carrier-grade NAT, link-local, unique-local,
- * multicast, unspecified, broadcast and reserved ranges are refused, and so is any IPv6 address that
- * embeds such an IPv4 address (IPv4-mapped, IPv4-translated, NAT64, 6to4) or cannot be checked
- * (Teredo, IPv4-compatible, anything outside 2000::/3). The operator's allow-list
- * (`tools.system.webFetchAllow`: host names, IPs, CIDR ranges) overrides the refusal.
+ * Which network destinations `web_fetch` may connect to (docs/semantics.md#isolation-and-limits): an address
+ * is fine when it is public unicast; loopback, private (RFC 1918), carrier-grade NAT, link-local,
+ * unique-local, multicast, unspecified, broadcast and reserved ranges are refused, and so is any IPv6 address
+ * that embeds such an IPv4 address (IPv4-mapped, IPv4-translated, NAT64, 6to4) or cannot be checked (Teredo,
+ * IPv4-compatible, anything outside 2000::/3). The operator's allow-list (`tools.system.webFetchAllow`: host
+ * names, IPs, CIDR ranges) overrides the refusal.
  *
  * Pure: no sockets and no DNS here. The caller checks every address it is about to connect to.
  */

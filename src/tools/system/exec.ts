@@ -1,6 +1,7 @@
 /**
  * `exec {command, cwd?}`: runs `/bin/sh -c command` in a directory inside the allowed roots and
- * returns the exit status with capped stdout and stderr (DESIGN.md §5.2, §10).
+ * returns the exit status with capped stdout and stderr (docs/semantics.md#cancellation,
+ * docs/semantics.md#isolation-and-limits).
  *
  * By default (`execIsolation: "bwrap"`) each call runs in its own bubblewrap sandbox (sandbox.ts): it
  * sees the allowed roots but not the server's environment, memory, database or other files, and has

@@ -1,7 +1,7 @@
 /**
- * The tools that touch the system (DESIGN.md §6): `exec`, `read_file`, `web_fetch`. Each is off unless
- * enabled in `tools.system.enabled`; `exec` and `read_file` are confined at call time to the call's
- * `allowedRoots` and `workspace`.
+ * The tools that touch the system (docs/semantics.md#the-scripted-model): `exec`, `read_file`, `web_fetch`.
+ * Each is off unless enabled in `tools.system.enabled`; `exec` and `read_file` are confined at call time to
+ * the call's `allowedRoots` and `workspace`.
  */
 import type { ToolDefinition } from "../types.js";
 import type { ProcessGroups } from "./process-groups.js";

@@ -1,9 +1,9 @@
 /**
- * Confinement of the system tools to the configured allowed roots (DESIGN.md §6). Paths are compared
- * after `realpath`, so `../` and symlinks are judged by where they really lead, and a path that does
- * not exist is judged by its nearest existing ancestor, so a refused location is never probed for
- * existence. A file that has been opened is judged again by what its descriptor really is, since the
- * path may have been swapped between the check and the open (DESIGN.md §10).
+ * Confinement of the system tools to the configured allowed roots (docs/semantics.md#the-scripted-model).
+ * Paths are compared after `realpath`, so `../` and symlinks are judged by where they really lead, and a path
+ * that does not exist is judged by its nearest existing ancestor, so a refused location is never probed for
+ * existence. A file that has been opened is judged again by what its descriptor really is, since the path may
+ * have been swapped between the check and the open (docs/semantics.md#isolation-and-limits).
  */
 import { fstat, realpathSync } from "node:fs";
 import { readlink, realpath, stat } from "node:fs/promises";

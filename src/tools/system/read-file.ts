@@ -3,7 +3,7 @@
  * at the workspace), at most `min(maxBytes, maxOutputBytes)` bytes, and says when it stopped short.
  * The path is checked before opening, for clear messages, and the opened descriptor is checked again
  * before a byte is read, so a symlink swapped into the path meanwhile cannot lead it out of its roots
- * (DESIGN.md §10).
+ * (docs/semantics.md#isolation-and-limits).
  * It checks its signal before every read, so an aborted call stops at the next chunk and closes its
  * file handle.
  */

@@ -1,6 +1,6 @@
 /**
- * The bubblewrap sandbox of `exec` (DESIGN.md §10): where `bwrap` is, whether it can run on this
- * machine (a start-up probe), and the arguments and environment that build one call's sandbox.
+ * The bubblewrap sandbox of `exec` (docs/semantics.md#isolation-and-limits): where `bwrap` is, whether it can
+ * run on this machine (a start-up probe), and the arguments and environment that build one call's sandbox.
  *
  * A call sees: `/usr` (and the `/bin`, `/lib`… links into it) and a few `/etc` files read-only, its own
  * `/proc`, a minimal `/dev`, an empty `/tmp`, and the allowed roots read-write — nothing else of the

@@ -4,15 +4,15 @@
  * call's signal reaches the request (through a per-request child signal), so an abort stops the
  * request and the body read at once.
  *
- * It never reaches loopback, private or other non-public networks (DESIGN.md §10) unless the
- * destination is in `webFetchAllow`: the address checked is the one the socket connects to, judged
+ * It never reaches loopback, private or other non-public networks (docs/semantics.md#isolation-and-limits)
+ * unless the destination is in `webFetchAllow`: the address checked is the one the socket connects to, judged
  * by the AddressPolicy inside the socket's DNS `lookup` (so a name that resolves, or rebinds, to
  * 127.0.0.1 is refused) and before connecting to an IP literal (which skips DNS). Redirects are
  * followed here, hop by hop, each hop checked the same way.
  *
- * Failures carry what classification needs (DESIGN.md §5.4): a non-2xx answer is a ToolError with its
- * `status` (429/503 transient, 404 permanent), a network failure a ToolError with the cause's code, a
- * refused destination a PermanentToolError the model can read.
+ * Failures carry what classification needs (docs/semantics.md#resilience): a non-2xx answer is a ToolError
+ * with its `status` (429/503 transient, 404 permanent), a network failure a ToolError with the cause's code,
+ * a refused destination a PermanentToolError the model can read.
  */
 import { promises as dns, type LookupAddress } from "node:dns";
 import { request as httpRequest, type IncomingMessage } from "node:http";
