@@ -1,14 +1,33 @@
 /**
  * Serves the built-in webchat page (`src/web/`, copied to `dist/web/` by the build): `/` is
- * index.html, and every other file of the folder is served by its name. Only files of the listed
- * types directly in the folder are served (no directory access, no dot-files), each read once at
- * start-up.
+ * index.html, and every other file of the folder is served by its name (`/operator.html` is the
+ * operator view). Only files of the listed types directly in the folder are served (no directory
+ * access, no dot-files), each read once at start-up. The page's two libraries are served from
+ * node_modules by an explicit allow-list (`/vendor/marked.js`, `/vendor/dompurify.js`: their ES module
+ * builds), so the CSP keeps `script-src 'self'` and nothing else of node_modules is reachable.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { Hono } from "hono";
 
 const WEB_DIRECTORY = new URL("../web/", import.meta.url);
+
+/** node_modules, from src/http/ (tsx) and from dist/http/ (the build) alike. */
+const NODE_MODULES_DIRECTORY = new URL("../../node_modules/", import.meta.url);
+
+/** The only files of node_modules the page may load: URL path → the package's ES module build. */
+const VENDOR_FILES: Record<string, string> = {
+  "/vendor/marked.js": "marked/lib/marked.esm.js",
+  "/vendor/dompurify.js": "dompurify/dist/purify.es.mjs",
+};
+
+/** A vendor build without its trailing `sourceMappingURL` comment (the maps are not served). */
+function readVendorFile(relativePath: string): Buffer | null {
+  const file = new URL(relativePath, NODE_MODULES_DIRECTORY);
+  if (!existsSync(file)) return null;
+  const text = readFileSync(file, "utf8").replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n");
+  return Buffer.from(text, "utf8");
+}
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -39,6 +58,15 @@ export function webPageRoutes(): Hono {
     const serve = () => new Response(body, { status: 200, headers: { "Content-Type": type, ...HEADERS } });
     web.get(`/${file}`, serve);
     if (file === "index.html") web.get("/", serve);
+  }
+  for (const [path, relativePath] of Object.entries(VENDOR_FILES)) {
+    const body = readVendorFile(relativePath);
+    if (!body) continue; // not installed (`npm ci` installs both)
+    web.get(
+      path,
+      () =>
+        new Response(body, { status: 200, headers: { "Content-Type": CONTENT_TYPES[".js"]!, ...HEADERS } }),
+    );
   }
   return web;
 }

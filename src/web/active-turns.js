@@ -1,12 +1,12 @@
 // @ts-check
 /**
- * The panel of running turns: `GET /api/turns/active` polled every 2 s (and right after a turn starts,
- * ends or is aborted), one request at a time. Each turn shows its agent, age, call count, pause state
- * and running tools, with an Abort button; the readings also re-base this page's tool counters.
+ * The operator page's panel of running turns: `GET /api/turns/active` polled every 2 s (and right after
+ * an Abort), one request at a time. Each turn shows its agent, age, call count, pause state and
+ * running tools, with an Abort button. While the server cannot be reached the panel is emptied (the
+ * banner says so) rather than left showing turns that may be long gone.
  */
-import { api, describeError } from "./api-client.js";
+import { ServerUnreachableError, api, describeError } from "./api-client.js";
 import { showConnection } from "./connection-banner.js";
-import { currentView } from "./conversation.js";
 import { byTestId, element } from "./dom.js";
 import { formatDuration } from "./format.js";
 import { serverNow } from "./server-clock.js";
@@ -63,7 +63,6 @@ function activeItem(turnId) {
 
 /** @param {any} body the `/api/turns/active` response */
 function renderActive(body) {
-  const current = currentView();
   const turns = Array.isArray(body?.turns) ? body.turns : [];
   const seen = new Set();
   for (const turn of turns) {
@@ -71,18 +70,13 @@ function renderActive(body) {
     const entry = activeItem(turn.turnId);
     const age = formatDuration(serverNow() - turn.startedAt);
     const paused = turn.pause || turn.paused ? " · paused" : "";
-    const mine = current && current.turnId === turn.turnId ? " · this page" : "";
     const child = turn.parentTurnId ? ` · child of ${turn.parentTurnId}` : "";
-    entry.text.textContent = `${turn.agentId} · ${age} · ${turn.toolCallCount} tool calls${paused}${mine}${child}`;
+    entry.text.textContent = `${turn.agentId} · ${age} · ${turn.toolCallCount} tool calls${paused}${child}`;
     const running = Array.isArray(turn.runningTools) ? turn.runningTools : [];
     entry.tools.textContent = running
       .map((/** @type {any} */ tool) => `${tool.toolName} ${formatDuration(tool.elapsedMs)}`)
       .join(", ");
     entry.item.dataset.paused = String(Boolean(turn.pause || turn.paused));
-    // a fresh reading of the tools this page is showing
-    if (current && current.turnId === turn.turnId) {
-      for (const tool of running) current.tools.get(tool.toolId)?.correctNow(tool.elapsedMs);
-    }
   }
   for (const [turnId, entry] of activeItems) {
     if (!seen.has(turnId)) {
@@ -112,8 +106,13 @@ export async function refreshActive() {
     if (request < activeRendered) return;
     activeRendered = request;
     renderActive(body);
-  } catch {
-    // shown by the banner (401), or retried at the next poll
+  } catch (error) {
+    // no stale list: what ran before the server went away is unknown now
+    if (error instanceof ServerUnreachableError) {
+      renderActive({ turns: [] });
+      activeEmpty.textContent = "Unknown while the server cannot be reached.";
+    }
+    // a 401 is shown by its banner; either way the next poll tries again
   }
 }
 

@@ -1,9 +1,19 @@
 // @ts-check
 /**
  * The client of the reins HTTP API: `fetch` with the bearer token, the server's `{error, code}` as an
- * ApiError, the 401 banner, and error messages in words.
+ * ApiError, the 401 banner, the unreachable banner when the request cannot reach the server (a
+ * ServerUnreachableError, never the browser's raw "Failed to fetch"), and error messages in words.
  */
 import { clearAuthError, currentToken, showAuthError } from "./api-token.js";
+import { showUnreachable } from "./connection-banner.js";
+
+/** A request that never reached the server (it is down, restarting, or the network is gone). */
+export class ServerUnreachableError extends Error {
+  constructor() {
+    super("the server cannot be reached");
+    this.name = "ServerUnreachableError";
+  }
+}
 
 export class ApiError extends Error {
   /**
@@ -36,7 +46,16 @@ export async function api(path, options = {}) {
     headers.set("Content-Type", "application/json");
     init.body = JSON.stringify(options.body);
   }
-  const response = await fetch(path, init);
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    // cancelled by the page itself: not a connection problem
+    if (options.signal?.aborted) throw error;
+    showUnreachable(true);
+    throw new ServerUnreachableError();
+  }
+  showUnreachable(false);
   if (response.ok) {
     clearAuthError();
     return response;

@@ -2,7 +2,8 @@
 /**
  * The conversation's state on the page: the turn views in the log, the one this page is streaming,
  * the session the next message continues (kept in sessionStorage), and the controls that follow them —
- * Send, Stop turn (`POST /api/turns/:id/abort`), New session and the empty hint.
+ * Send, Stop turn (`POST /api/turns/:id/abort`) and the empty hint. The sessions sidebar listens for
+ * session changes (`onSessionChange`) to refresh its list.
  */
 import { api, describeError } from "./api-client.js";
 import { byTestId, scrollToEndIfFollowing } from "./dom.js";
@@ -15,7 +16,6 @@ const emptyHint = byTestId("empty-hint");
 const sendButton = /** @type {HTMLButtonElement} */ (byTestId("send"));
 const turnCancelButton = /** @type {HTMLButtonElement} */ (byTestId("turn-cancel"));
 const sessionLabel = byTestId("session-id");
-const newSessionButton = /** @type {HTMLButtonElement} */ (byTestId("new-session"));
 
 /** @type {TurnView | null} the turn this page is streaming */
 let current = null;
@@ -23,6 +23,8 @@ let current = null;
 const views = [];
 /** @type {string | null} */
 let sessionId = null;
+/** @type {((id: string | null) => void)[]} */
+const sessionListeners = [];
 
 /** The turn this page is streaming (or streamed last), if any. */
 export function currentView() {
@@ -46,19 +48,41 @@ export function currentSessionId() {
 export function setSession(id) {
   sessionId = id;
   writeJson(sessionStorage, STORAGE_KEYS.sessionId, id);
-  sessionLabel.textContent = id ? `session ${id}` : "no session yet";
+  sessionLabel.textContent = id ? `session ${id}` : "new session";
+  for (const listener of sessionListeners) listener(id);
 }
 
-/** Continues the session this tab had before a reload. */
-export function restoreSession() {
-  const savedSession = readJson(sessionStorage, STORAGE_KEYS.sessionId);
-  setSession(typeof savedSession === "string" ? savedSession : null);
+/**
+ * Calls `listener` with the new session id whenever the session changes (a turn_start included).
+ * @param {(id: string | null) => void} listener
+ */
+export function onSessionChange(listener) {
+  sessionListeners.push(listener);
+}
+
+/** Tells the session listeners that the current session changed on the server (a turn ended). */
+export function announceSessionActivity() {
+  for (const listener of sessionListeners) listener(sessionId);
+}
+
+/** Empties the log: stops following every turn in it (the turns go on on the server). */
+export function clearLog() {
+  for (const view of views) view.controller.abort();
+  views.length = 0;
+  current = null;
+  log.replaceChildren();
+  updateControls();
+}
+
+/** The session this tab had before a reload, or null. */
+export function savedSessionId() {
+  const saved = readJson(sessionStorage, STORAGE_KEYS.sessionId);
+  return typeof saved === "string" ? saved : null;
 }
 
 export function updateControls() {
   const busy = current !== null && !current.finished;
   sendButton.disabled = busy;
-  newSessionButton.disabled = busy;
   turnCancelButton.hidden = !busy;
   turnCancelButton.disabled = !busy || !current?.turnId;
   emptyHint.hidden = views.length > 0;
@@ -87,14 +111,7 @@ async function cancelTurn() {
   }
 }
 
-/**
- * Wires Stop turn and New session; `onNewSession` runs after the session is forgotten.
- * @param {() => void} onNewSession
- */
-export function setUpTurnControls(onNewSession) {
+/** Wires Stop turn. */
+export function setUpTurnControls() {
   turnCancelButton.addEventListener("click", () => void cancelTurn());
-  newSessionButton.addEventListener("click", () => {
-    setSession(null);
-    onNewSession();
-  });
 }

@@ -41,3 +41,12 @@ export function summarizeInput(input) {
   }
   return truncate(text ?? "", INPUT_SUMMARY_MAX_CHARS);
 }
+
+/**
+ * A turn's token usage in words ("1,234 in · 56 out tokens"), or "" when the provider gave none.
+ * @param {{inputTokens?: number, outputTokens?: number} | null | undefined} usage
+ */
+export function formatUsage(usage) {
+  if (!usage || typeof usage.inputTokens !== "number" || typeof usage.outputTokens !== "number") return "";
+  return `${usage.inputTokens.toLocaleString("en")} in · ${usage.outputTokens.toLocaleString("en")} out tokens`;
+}

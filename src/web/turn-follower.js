@@ -1,13 +1,13 @@
 // @ts-check
 /**
  * Following a turn's event stream into its view until the turn ends: from the POST's stream, after a
- * dropped connection with `Last-Event-ID: lastSeq` (up to 5 attempts a second apart), and after a
- * reload from the saved turn (`GET /api/turns/:id/events`, replayed from seq 0).
+ * dropped connection with `Last-Event-ID: lastSeq` (up to 5 attempts a second apart), and the running
+ * turn of a session opened after a reload or a switch (`GET /api/turns/:id/events`, replayed from
+ * seq 0 since its view is new).
  */
-import { refreshActive } from "./active-turns.js";
 import { ApiError, api, describeError } from "./api-client.js";
 import { showConnection } from "./connection-banner.js";
-import { addView, setSession, updateControls } from "./conversation.js";
+import { addView, announceSessionActivity, setSession, updateControls } from "./conversation.js";
 import { recallTurn, rememberTurn } from "./reattach-storage.js";
 import { readSse } from "./sse-reader.js";
 import { TurnView } from "./turn-view.js";
@@ -23,7 +23,6 @@ export function handleTurnStarted(view) {
   if (view.sessionId) setSession(view.sessionId);
   rememberTurn(view);
   updateControls();
-  void refreshActive();
 }
 
 /**
@@ -45,7 +44,7 @@ async function consume(view, response) {
     rememberTurn(view);
     if (view.finished) {
       updateControls();
-      void refreshActive();
+      announceSessionActivity();
     }
   });
 }
@@ -82,7 +81,10 @@ export async function followTurn(view, firstResponse) {
     // the stream broke or closed before the turn's terminal event
     failures = view.lastSeq > seqBefore ? 1 : failures + 1;
     if (failures > MAX_RECONNECT_ATTEMPTS || !view.turnId) {
-      view.end("failed", "Lost the connection to the turn; it may still be running (see Active turns).");
+      view.end(
+        "failed",
+        "Lost the connection to the turn; it may still be running (open the session again to reattach).",
+      );
       break;
     }
     showConnection("Connection to the turn lost; reattaching…");
@@ -93,15 +95,16 @@ export async function followTurn(view, firstResponse) {
   updateControls();
 }
 
-/** Rebuilds the view of the turn this tab was following before a reload, from its event log. */
-export function reattach() {
-  const saved = recallTurn();
-  if (!saved) return;
-  const view = new TurnView(saved.message, handleTurnStarted, {
-    turnId: saved.turnId,
-    sessionId: saved.sessionId,
-    reattached: true,
-  });
+/**
+ * Shows a running turn of the open session and follows it from its event log (from seq 0: the view
+ * is new). The server clock estimate saved before a reload, if any, is restored first.
+ * @param {string} turnId
+ * @param {string} sessionId
+ * @param {string} message the turn's user message
+ */
+export function reattach(turnId, sessionId, message) {
+  recallTurn();
+  const view = new TurnView(message, handleTurnStarted, { turnId, sessionId, reattached: true });
   addView(view);
   // the DOM is gone, so replay from the start (lastSeq 0); later reconnects resume from lastSeq
   void followTurn(view, null);

@@ -3,10 +3,12 @@
  * One turn in the conversation, an `<article>`: the user's message, the turn's id and model, and every
  * turn event in order — text deltas into a text block, thinking into a collapsible block, tool calls
  * into lists of status lines, pauses, approval cards, model retries (a quiet note), errors — and the terminal event in
- * its status line.
+ * its status line, with the turn's token usage. Assistant text is rendered as sanitised markdown
+ * (markdown.js); a finished turn can also be rebuilt from the session's stored history (`showHistory`).
  */
 import { element, scrollToEndIfFollowing } from "./dom.js";
-import { formatDuration } from "./format.js";
+import { formatDuration, formatUsage } from "./format.js";
+import { renderMarkdown } from "./markdown.js";
 import { ApprovalCard } from "./approval-card.js";
 import { PauseCard } from "./pause-card.js";
 import { observeServerTime } from "./server-clock.js";
@@ -51,6 +53,8 @@ export class TurnView {
     this.openSegment = null;
     /** @type {"text" | "thinking" | "tools" | null} */
     this.openKind = null;
+    /** The markdown source of the open text segment (re-rendered on each delta). */
+    this.openText = "";
     this.controller = new AbortController();
 
     this.meta = element("div", { className: "turn-meta", testId: "turn-meta" });
@@ -77,9 +81,7 @@ export class TurnView {
   }
 
   renderMeta() {
-    const parts = [this.turnId, this.provider, this.reattached ? "reattached after reload" : ""].filter(
-      Boolean,
-    );
+    const parts = [this.turnId, this.provider, this.reattached ? "reattached" : ""].filter(Boolean);
     this.meta.textContent = parts.join(" · ");
   }
 
@@ -186,7 +188,11 @@ export class TurnView {
       case "turn_complete": {
         const reason = event.stopReason === "end_turn" ? "" : ` · stop reason: ${event.stopReason}`;
         const calls = `${event.toolCallCount} tool ${event.toolCallCount === 1 ? "call" : "calls"}`;
-        this.end("complete", `Turn complete${reason} · ${formatDuration(event.durationMs)} · ${calls}`);
+        const usage = formatUsage(event.usage);
+        this.end(
+          "complete",
+          `Turn complete${reason} · ${formatDuration(event.durationMs)} · ${calls}${usage ? ` · ${usage}` : ""}`,
+        );
         break;
       }
       case "turn_abort": {
@@ -222,8 +228,14 @@ export class TurnView {
         this.body.append(this.openSegment);
       }
       this.openKind = kind;
+      this.openText = "";
     }
-    this.openSegment.append(text);
+    if (kind === "text") {
+      this.openText += text;
+      renderMarkdown(this.openSegment, this.openText);
+    } else {
+      this.openSegment.append(text);
+    }
     scrollToEndIfFollowing();
   }
 
@@ -266,6 +278,58 @@ export class TurnView {
     for (const pause of this.pauses.values()) pause.resolve("ended");
     for (const approval of this.approvals.values()) approval.resolve("ended");
     scrollToEndIfFollowing();
+  }
+
+  /**
+   * Rebuilds a finished turn from the session's canonical history: its blocks (user text is the
+   * article's message; assistant text, thinking, and tool calls with their responses) and its record
+   * (status, stop or abort reason, token usage).
+   * @param {any} record a turn of `GET /api/sessions/:id/history`
+   * @param {any[]} blocks that turn's blocks, in order
+   */
+  showHistory(record, blocks) {
+    this.provider = `${record.provider}/${record.model}`;
+    this.renderMeta();
+    for (const block of blocks) {
+      if (block.kind === "text" && block.role === "assistant") this.appendText("text", block.text);
+      else if (block.kind === "thinking") this.appendText("thinking", block.text);
+      else if (block.kind === "tool_call") {
+        const line = new ToolLine(this, {
+          toolId: block.callId,
+          toolName: block.name,
+          input: block.input,
+          timeoutMs: 0,
+          idleTimeoutMs: 0,
+          at: block.createdAt,
+        });
+        line.element.querySelector('[data-testid="tool-limits"]')?.replaceChildren("from history");
+        this.tools.set(block.callId, line);
+        this.toolList().append(line.element);
+      } else if (block.kind === "tool_response") {
+        const line = this.tools.get(block.callId);
+        const started = blocks.find((other) => other.kind === "tool_call" && other.callId === block.callId);
+        line?.finish({
+          status: block.status,
+          result: block.result,
+          durationMs: started ? block.createdAt - started.createdAt : 0,
+          attempts: 1,
+          isError: block.isError,
+        });
+      }
+    }
+    const usage = formatUsage(record.usage);
+    const duration = record.endedAt ? ` · ${formatDuration(record.endedAt - record.startedAt)}` : "";
+    const calls = `${record.toolCallCount} tool ${record.toolCallCount === 1 ? "call" : "calls"}`;
+    if (record.status === "completed") {
+      const reason =
+        record.stopReason && record.stopReason !== "end_turn" ? ` · stop reason: ${record.stopReason}` : "";
+      this.end("complete", `Turn complete${reason}${duration} · ${calls}${usage ? ` · ${usage}` : ""}`);
+    } else {
+      const reason = record.abortReason ?? record.status;
+      const text = ABORT_REASON_TEXT[/** @type {keyof typeof ABORT_REASON_TEXT} */ (reason)];
+      this.element.dataset.abortReason = reason;
+      this.end("aborted", `Turn aborted (${reason}): ${text ?? "no reason given"}`);
+    }
   }
 
   tick() {

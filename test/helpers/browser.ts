@@ -23,6 +23,9 @@ const CHROMIUM_ARGS = [
 
 export const DESKTOP_VIEWPORT = { width: 1100, height: 820 };
 export const PHONE_VIEWPORT = { width: 375, height: 740 };
+/** The sizes the chat page is tested and photographed at (docs/chat-desktop.png, docs/chat-phone.png). */
+export const CHAT_DESKTOP_VIEWPORT = { width: 1280, height: 800 };
+export const CHAT_PHONE_VIEWPORT = { width: 390, height: 844 };
 
 /** Launches Chromium; fails (never skips) with the install command when it is missing. */
 export async function launchBrowser(): Promise<Browser> {

@@ -1,0 +1,251 @@
+/**
+ * The chat page as a chat, in a real browser (Chromium via playwright-core) against the real server, at
+ * desktop (1280×800) and phone (390×844) size: assistant markdown rendered and sanitised with a Copy
+ * button on code blocks, the conversation restored from the stored history after a reload, the
+ * sessions sidebar (new with an agent, switch, rename, delete), the banner with Retry while the server
+ * is unreachable, and the operator page listing an active turn. With UPDATE_SCREENSHOTS=1 the
+ * screenshots also replace docs/chat-desktop.png and docs/chat-phone.png.
+ */
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  BrowserHarness,
+  CHAT_DESKTOP_VIEWPORT,
+  CHAT_PHONE_VIEWPORT,
+  expectAttribute,
+  expectText,
+  sendMessage,
+  toolLine,
+  type OpenedPage,
+} from "../helpers/browser.js";
+import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
+
+const SCREENSHOT_DIR = join(PROJECT_ROOT, "test-results");
+
+/** A scripted answer in markdown: a thinking block, a tool call, then a heading, bold text and code. */
+const MARKDOWN_SCRIPT = [
+  "/think Plan the answer.",
+  '/tool echo {"text":"from the tool"}',
+  "/then",
+  "## Result",
+  "Here is **bold** text and <i>raw html</i>.",
+  "```js",
+  "const answer = 42;",
+  "```",
+].join("\n");
+
+const harness = new BrowserHarness();
+let opened: (OpenedPage & { server: ServerHandle })[] = [];
+
+beforeAll(async () => {
+  await harness.launch();
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+});
+
+afterAll(async () => {
+  await harness.closeAll();
+});
+
+afterEach(async (context) => {
+  const pages = opened;
+  opened = [];
+  if (context.task.result?.state === "fail") {
+    const name = context.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
+    await Promise.allSettled(
+      pages.map((entry, index) =>
+        entry.page.screenshot({ path: join(SCREENSHOT_DIR, `failed-${name}-${index}.png`), fullPage: true }),
+      ),
+    );
+    for (const [index, entry] of pages.entries()) {
+      writeFileSync(join(SCREENSHOT_DIR, `failed-${name}-${index}.log`), entry.server.logs().join("\n"));
+    }
+  }
+  expect(pages.flatMap((entry) => entry.pageErrors)).toEqual([]);
+});
+
+async function openPage(viewport = CHAT_DESKTOP_VIEWPORT, env: Record<string, string> = {}) {
+  const server = await harness.startServer({ env });
+  const entry = { server, ...(await harness.open(server, viewport)) };
+  opened.push(entry);
+  return entry;
+}
+
+/** The sidebar entry of the session `sessionId`. */
+function sessionItem(page: Page, sessionId: string) {
+  return page.locator(`[data-testid="session-item"][data-session-id="${sessionId}"]`);
+}
+
+/** The session the page has open (from its label "session ses_…"). */
+async function openSessionId(page: Page): Promise<string> {
+  let id = "";
+  await expect
+    .poll(async () => {
+      id = /session (ses_\S+)/.exec((await page.getByTestId("session-id").textContent()) ?? "")?.[1] ?? "";
+      return id;
+    })
+    .toMatch(/^ses_/);
+  return id;
+}
+
+/** Sends the markdown script and checks how the answer is rendered. */
+async function sendMarkdownAndCheck(page: Page) {
+  await sendMessage(page, MARKDOWN_SCRIPT);
+  await expectAttribute(page.getByTestId("turn-status"), "data-state", "complete", 15_000);
+  await expectMarkdownShown(page);
+}
+
+async function expectMarkdownShown(page: Page) {
+  const answer = page.getByTestId("assistant-text").last();
+  await expectText(answer.locator("h2"), /^Result$/);
+  await expectText(answer.locator("strong"), /^bold$/);
+  // raw HTML in the model's text is shown as text, never as an element
+  await expectText(answer, /<i>raw html<\/i>/);
+  await expect(answer.locator("i").count()).resolves.toBe(0);
+  const codeBlock = answer.getByTestId("code-block");
+  await expectText(codeBlock.locator("pre code"), /const answer = 42;/);
+  await expect(codeBlock.getByTestId("copy-code").isVisible()).resolves.toBe(true);
+  await expectAttribute(toolLine(page, '"text":"from the tool"'), "data-state", "complete");
+  await expectText(page.getByTestId("thinking"), /Plan the answer\./);
+}
+
+describe("chat page", () => {
+  for (const [size, viewport] of [
+    ["desktop", CHAT_DESKTOP_VIEWPORT],
+    ["phone", CHAT_PHONE_VIEWPORT],
+  ] as const) {
+    it(`${size}: renders markdown with a Copy button, restores the conversation after a reload`, async () => {
+      const { page, context } = await openPage(viewport);
+      await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+      await sendMarkdownAndCheck(page);
+      await expectText(page.getByTestId("turn-status"), /\d+ in · \d+ out tokens/);
+
+      const sessionId = await openSessionId(page);
+      await expectAttribute(sessionItem(page, sessionId), "aria-current", "true");
+      const shot = join(SCREENSHOT_DIR, `chat-${size}.png`);
+      await page.screenshot({ path: shot });
+      if (process.env.UPDATE_SCREENSHOTS === "1")
+        copyFileSync(shot, join(PROJECT_ROOT, `docs/chat-${size}.png`));
+
+      const copy = page.getByTestId("copy-code").first();
+      await copy.click();
+      await expectText(copy, /^Copied$/);
+      await expect(page.evaluate<string>("navigator.clipboard.readText()")).resolves.toContain(
+        "const answer = 42;",
+      );
+
+      // the page keeps nothing but the session id: everything below comes from the stored history
+      await page.reload();
+      await expectText(page.getByTestId("session-id"), new RegExp(sessionId));
+      await expect.poll(() => page.getByTestId("turn").count()).toBe(1);
+      await expectText(page.getByTestId("user-message"), /## Result/);
+      await expectMarkdownShown(page);
+      await expectText(toolLine(page, '"text":"from the tool"').getByTestId("tool-result"), /from the tool/);
+      await expectAttribute(page.getByTestId("turn-status"), "data-state", "complete");
+      await expectText(page.getByTestId("turn-status"), /\d+ in · \d+ out tokens/);
+
+      const widths = await page.evaluate<{ scroll: number; client: number }>(
+        "({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })",
+      );
+      expect(widths.scroll).toBeLessThanOrEqual(widths.client);
+    }, 60_000);
+  }
+
+  it("sessions sidebar: new with an agent, switch, rename and delete", async () => {
+    const { page } = await openPage();
+    await expect.poll(() => page.getByTestId("agent-select").locator("option").count()).toBeGreaterThan(0);
+    await sendMessage(page, "first conversation");
+    await expectText(page.getByTestId("assistant-text").last(), /You said: first conversation/);
+    const first = await openSessionId(page);
+
+    await page.getByTestId("new-session").click();
+    await expect.poll(() => openSessionId(page)).not.toBe(first);
+    const second = await openSessionId(page);
+    await expect(page.getByTestId("turn").count()).resolves.toBe(0);
+    await sendMessage(page, "second conversation");
+    await expectText(page.getByTestId("assistant-text").last(), /You said: second conversation/);
+
+    // both are listed, titled by their first message; switching restores each conversation
+    await expectText(sessionItem(page, first), /first conversation/);
+    await expectText(sessionItem(page, second), /second conversation/);
+    await sessionItem(page, first).getByTestId("session-open").click();
+    await expectText(page.getByTestId("session-id"), new RegExp(first));
+    await expectText(page.getByTestId("assistant-text").last(), /You said: first conversation/);
+    await expect(page.getByTestId("turn").count()).resolves.toBe(1);
+    await sessionItem(page, second).getByTestId("session-open").click();
+    await expectText(page.getByTestId("assistant-text").last(), /You said: second conversation/);
+    await expect(page.getByTestId("turn").count()).resolves.toBe(1);
+
+    // rename: the server keeps the new title
+    await sessionItem(page, first).getByTestId("session-rename").click();
+    const input = page.getByTestId("session-rename-input");
+    await input.fill("Renamed plan");
+    await input.press("Enter");
+    await expectText(sessionItem(page, first), /Renamed plan/);
+    const server = opened[0]!.server;
+    const renamed = (await (await fetch(`${server.baseUrl}/api/sessions/${first}`)).json()) as {
+      title: string;
+    };
+    expect(renamed.title).toBe("Renamed plan");
+
+    // delete the open session: gone from the list, from the server, and from the log
+    page.once("dialog", (dialog) => void dialog.accept());
+    await sessionItem(page, second).getByTestId("session-delete").click();
+    await sessionItem(page, second).waitFor({ state: "detached", timeout: 10_000 });
+    await expect(page.getByTestId("turn").count()).resolves.toBe(0);
+    expect((await fetch(`${server.baseUrl}/api/sessions/${second}`)).status).toBe(404);
+    await expect(sessionItem(page, first).count()).resolves.toBe(1);
+  }, 60_000);
+
+  it("shows a banner with Retry while the server is unreachable, and recovers after Retry", async () => {
+    const entry = await openPage();
+    const { page, server } = entry;
+    await sendMessage(page, "before the outage");
+    await expectText(page.getByTestId("assistant-text").last(), /You said: before the outage/);
+    const sessionId = await openSessionId(page);
+
+    await server.stop();
+    const banner = page.getByTestId("unreachable");
+    // the sidebar's poll notices within its interval
+    await banner.waitFor({ state: "visible", timeout: 15_000 });
+    await expectText(banner, /cannot be reached/);
+    await sendMessage(page, "during the outage");
+    await expectText(page.getByTestId("turn-status").last(), /Not sent: the server cannot be reached/);
+    await expect(page.getByText("Failed to fetch").count()).resolves.toBe(0);
+
+    // the same data directory and port: the session is still there
+    const restarted = await startServer({ dataDir: server.dataDir, env: { PORT: String(server.port) } });
+    entry.server = restarted;
+    try {
+      await page.getByTestId("retry").click();
+      await banner.waitFor({ state: "hidden", timeout: 10_000 });
+      await expectText(page.getByTestId("assistant-text").last(), /You said: before the outage/);
+      await expect(page.getByTestId("turn").count()).resolves.toBe(1);
+      await expectText(sessionItem(page, sessionId), /before the outage/);
+    } finally {
+      // the data directory is the first server's: the harness deletes it
+      await restarted.stop();
+    }
+  }, 60_000);
+
+  it("the operator page lists an active turn (not the chat page) and aborts it", async () => {
+    const { page, server, context } = await openPage();
+    await expect(page.getByTestId("active-turns").count()).resolves.toBe(0);
+    await sendMessage(page, '/tool sleep {"ms":60000}');
+    const line = toolLine(page, '"ms":60000');
+    await expectAttribute(line, "data-state", "running");
+    const turnId = await page.getByTestId("turn").getAttribute("data-turn-id");
+
+    const operator = await context.newPage();
+    await operator.goto(`${server.baseUrl}/operator.html`);
+    const item = operator.locator(`[data-testid="active-turn"][data-turn-id="${turnId}"]`);
+    await item.waitFor({ timeout: 10_000 });
+    await expectText(item.getByTestId("active-turn-tools"), /sleep \d/);
+    await item.getByTestId("active-turn-abort").click();
+    await item.waitFor({ state: "detached", timeout: 10_000 });
+    await expectAttribute(page.getByTestId("turn-status"), "data-state", "aborted");
+    await expectAttribute(line, "data-state", "cancelled");
+    await operator.close();
+  }, 60_000);
+});
