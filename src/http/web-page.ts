@@ -7,23 +7,33 @@
  * builds), so the CSP keeps `script-src 'self'` and nothing else of node_modules is reachable.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { extname } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, extname, join } from "node:path";
 import { Hono } from "hono";
 
 const WEB_DIRECTORY = new URL("../web/", import.meta.url);
 
-/** node_modules, from src/http/ (tsx) and from dist/http/ (the build) alike. */
-const NODE_MODULES_DIRECTORY = new URL("../../node_modules/", import.meta.url);
+/** Resolves packages the way Node does from here, so a hoisted node_modules is found too. */
+const resolvePackage = createRequire(import.meta.url).resolve;
 
-/** The only files of node_modules the page may load: URL path → the package's ES module build. */
-const VENDOR_FILES: Record<string, string> = {
-  "/vendor/marked.js": "marked/lib/marked.esm.js",
-  "/vendor/dompurify.js": "dompurify/dist/purify.es.mjs",
+/**
+ * The only files of node_modules the page may load: URL path → a package and its ES module build, a
+ * file beside the entry Node resolves for the package.
+ */
+const VENDOR_FILES: Record<string, { packageName: string; fileName: string }> = {
+  "/vendor/marked.js": { packageName: "marked", fileName: "marked.esm.js" },
+  "/vendor/dompurify.js": { packageName: "dompurify", fileName: "purify.es.mjs" },
 };
 
 /** A vendor build without its trailing `sourceMappingURL` comment (the maps are not served). */
-function readVendorFile(relativePath: string): Buffer | null {
-  const file = new URL(relativePath, NODE_MODULES_DIRECTORY);
+function readVendorFile(packageName: string, fileName: string): Buffer | null {
+  let entry: string;
+  try {
+    entry = resolvePackage(packageName);
+  } catch {
+    return null;
+  }
+  const file = join(dirname(entry), fileName);
   if (!existsSync(file)) return null;
   const text = readFileSync(file, "utf8").replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n");
   return Buffer.from(text, "utf8");
@@ -59,8 +69,8 @@ export function webPageRoutes(): Hono {
     web.get(`/${file}`, serve);
     if (file === "index.html") web.get("/", serve);
   }
-  for (const [path, relativePath] of Object.entries(VENDOR_FILES)) {
-    const body = readVendorFile(relativePath);
+  for (const [path, { packageName, fileName }] of Object.entries(VENDOR_FILES)) {
+    const body = readVendorFile(packageName, fileName);
     if (!body) continue; // not installed (`npm ci` installs both)
     web.get(
       path,

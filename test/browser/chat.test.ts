@@ -229,6 +229,79 @@ describe("chat page", () => {
     }
   }, 60_000);
 
+  it("never lets markup in the model's text run: raw HTML is shown as text, javascript: links are dropped", async () => {
+    const { page } = await openPage();
+    const at = Date.now();
+    const common = { turnId: "turn_stubbed", at };
+    const text = [
+      '<img src="x" data-testid="injected" onerror="window.injected = 1">',
+      "[click me](javascript:window.injected=2) and ![pic](javascript:window.injected=3)",
+      "<script>window.injected = 4</script>",
+    ].join("\n\n");
+    const events = [
+      {
+        type: "turn_start",
+        seq: 1,
+        sessionId: "ses_stubbed",
+        agentId: "default",
+        provider: "scripted",
+        model: "scripted-1",
+        startedAt: at,
+      },
+      { type: "text_delta", seq: 2, text },
+      {
+        type: "turn_complete",
+        seq: 3,
+        stopReason: "end_turn",
+        durationMs: 5,
+        toolCallCount: 0,
+        usage: { inputTokens: 1200, outputTokens: 34 },
+      },
+    ];
+    const body = events
+      .map(
+        (event) =>
+          `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify({ ...event, ...common })}\n\n`,
+      )
+      .join("");
+    await page.route("**/api/sessions/stream", (route) =>
+      route.fulfill({ status: 200, contentType: "text/event-stream", body }),
+    );
+    await sendMessage(page, "anything");
+    await expectText(page.getByTestId("turn-status"), /1,200 in · 34 out tokens/);
+    const answer = page.getByTestId("assistant-text");
+    await expectText(answer, /<img src="x"/);
+    await expectText(answer, /<script>window\.injected = 4<\/script>/);
+    await expect(answer.locator('script, [onerror], [data-testid="injected"]').count()).resolves.toBe(0);
+    // the markdown image survives without its javascript: source
+    await expect(answer.locator('[src^="javascript"], [href^="javascript"]').count()).resolves.toBe(0);
+    await expectText(answer.locator("a"), /click me/);
+    await expect(answer.locator("a").getAttribute("href")).resolves.toBeNull();
+    await expect(page.evaluate<unknown>("window.injected")).resolves.toBeUndefined();
+  });
+
+  it("serves exactly the two vendor ES modules from node_modules, under the page's CSP", async () => {
+    const server = await harness.startServer();
+    for (const path of ["/vendor/marked.js", "/vendor/dompurify.js"]) {
+      const response = await fetch(`${server.baseUrl}${path}`);
+      expect(response.status, path).toBe(200);
+      expect(response.headers.get("content-type"), path).toContain("text/javascript");
+      expect(response.headers.get("content-security-policy"), path).toContain("script-src 'self';");
+      expect(await response.text(), path).toMatch(/export ?\{/);
+    }
+    for (const path of [
+      "/vendor/marked.js.map",
+      "/vendor/purify.cjs.js",
+      "/vendor/../package.json",
+      "/node_modules/marked/package.json",
+      "/vendor/%2e%2e/%2e%2e/package.json",
+    ]) {
+      const response = await fetch(`${server.baseUrl}${path}`);
+      expect(response.status, path).toBe(404);
+      await response.body?.cancel();
+    }
+  });
+
   it("the operator page lists an active turn (not the chat page) and aborts it", async () => {
     const { page, server, context } = await openPage();
     await expect(page.getByTestId("active-turns").count()).resolves.toBe(0);
