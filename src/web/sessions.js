@@ -123,12 +123,17 @@ function startRename(item, session) {
   item.replaceChildren(form);
   input.focus();
   input.select();
+  let finished = false;
   const finish = () => {
+    finished = true;
     renaming = null;
     renderSessions();
   };
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    // Enter, then the blur of the field going away: one PATCH
+    if (finished) return;
+    finished = true;
     const title = input.value.trim();
     if (title === "") return finish();
     try {
@@ -146,7 +151,9 @@ function startRename(item, session) {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Escape") finish();
   });
-  input.addEventListener("blur", () => form.requestSubmit());
+  input.addEventListener("blur", () => {
+    if (!finished && form.isConnected) form.requestSubmit();
+  });
 }
 
 /** @param {any} session */

@@ -1,6 +1,6 @@
 /**
  * The built-in webchat page in a real browser (Chromium via playwright-core) against the real server:
- * live tool lines and their elapsed colours, cancelling a tool and a turn, the active-turns panel, step
+ * live tool lines and their elapsed colours, cancelling a tool and a turn, the operator page's active turns, step
  * mode, reattaching after a reload, the API token, and the phone layout. Screenshots go to
  * test-results/ (the docs' screenshots come from chat.test.ts).
  */
