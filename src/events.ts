@@ -3,7 +3,9 @@
  * client. Producers emit an event *body* (type + payload); the turn's event bus stamps the common
  * fields `turnId`, `seq` (per turn, from 1) and `at` (epoch ms).
  */
-import { z } from "zod";
+// zod as @hono/zod-openapi extends it: the union is registered as an OpenAPI component (src/http/
+// schemas.ts), which needs schemas built after that extension, whatever module a program loads first.
+import { z } from "@hono/zod-openapi";
 
 export const ABORT_REASONS = [
   "user",
