@@ -4,7 +4,7 @@
  * client (src/client), which infers its types from them.
  */
 import { z } from "@hono/zod-openapi";
-import { eventBodySchema } from "../events.js";
+import { ABORT_REASONS, eventBodySchema } from "../events.js";
 import { MAX_STREAM_TOKEN_TTL_SECONDS } from "./stream-tokens.js";
 
 export const idSchema = z
@@ -191,7 +191,7 @@ export const turnRecordSchema = z
     endedAt: z.number().int().nullable(),
     toolCallCount: z.number().int(),
     parentTurnId: z.string().nullable(),
-    depth: z.number().int(),
+
     usage: tokenUsageSchema.nullable(),
   })
   .openapi("Turn", { description: "One turn of a session; `usage` is null until the turn completes" });
@@ -321,16 +321,99 @@ export const activeTurnsSchema = z
   })
   .openapi("ActiveTurns");
 
+const callRef = { callId: z.string(), toolName: z.string() };
+const classificationSchema = z.enum(["transient", "permanent"]);
+const breakerStateSchema = z.enum(["closed", "open", "half_open"]);
+
+/** Something the framework decided about a call or a turn, with its reason (`kind` names it). */
+export const decisionSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("classification"),
+    ...callRef,
+    classification: classificationSchema,
+    basis: z.string(),
+    error: z.string(),
+  }),
+  z.object({
+    kind: z.literal("retry"),
+    ...callRef,
+    attempt: z.number().int(),
+    delayMs: z.number(),
+    error: z.string(),
+    classification: classificationSchema,
+  }),
+  z.object({ kind: z.literal("retry_stopped"), ...callRef, attempts: z.number().int(), reason: z.string() }),
+  z.object({ kind: z.literal("retry_succeeded"), ...callRef, attempts: z.number().int() }),
+  z.object({
+    kind: z.literal("breaker_transition"),
+    toolName: z.string(),
+    from: breakerStateSchema,
+    to: breakerStateSchema,
+    callId: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal("breaker_rejected"),
+    ...callRef,
+    state: breakerStateSchema,
+    retryAfterMs: z.number(),
+  }),
+  z.object({
+    kind: z.literal("timeout"),
+    ...callRef,
+    timeoutKind: z.enum(["total", "idle"]),
+    timeoutMs: z.number(),
+  }),
+  z.object({ kind: z.literal("tool_cancelled"), ...callRef, by: z.literal("user") }),
+  z.object({ kind: z.literal("fallback"), ...callRef, fallback: z.string(), because: z.string() }),
+  z.object({
+    kind: z.literal("skipped"),
+    ...callRef,
+    dependency: z.number().int(),
+    usedDefault: z.boolean(),
+  }),
+  z.object({ kind: z.literal("zombie"), ...callRef, state: z.enum(["started", "settled", "abandoned"]) }),
+  z.object({
+    kind: z.literal("loop"),
+    ...callRef,
+    repeats: z.number().int(),
+    action: z.enum(["warn", "stop"]),
+  }),
+  z.object({ kind: z.literal("turn_deadline"), timeoutMs: z.number(), closedCalls: z.number().int() }),
+  z.object({ kind: z.literal("abort"), reason: z.enum(ABORT_REASONS), closedCalls: z.number().int() }),
+  z.object({
+    kind: z.literal("child_turn"),
+    childTurnId: z.string(),
+    agentId: z.string(),
+    callId: z.string(),
+  }),
+  z.object({
+    kind: z.literal("model_retry"),
+    provider: z.string(),
+    attempt: z.number().int(),
+    delayMs: z.number(),
+    error: z.string(),
+  }),
+  z.object({
+    kind: z.literal("model_error"),
+    provider: z.string(),
+    status: z.number().int().nullable(),
+    classification: classificationSchema,
+    error: z.string(),
+  }),
+]);
+
+export const traceEntrySchema = z
+  .intersection(
+    decisionSchema.openapi("Decision"),
+    z.object({ turnId: z.string(), seq: z.number().int(), at: z.number() }),
+  )
+  .openapi("TraceEntry", { description: "One decision of the turn, in the order it was made" });
+
 export const traceSchema = z
   .object({
     turnId: z.string(),
     status: z.enum(["running", "completed", "aborted", "interrupted"]),
-    entries: z.array(
-      z
-        .object({ turnId: z.string(), seq: z.number().int(), at: z.number(), kind: z.string() })
-        .catchall(z.unknown())
-        .openapi("TraceEntry", { description: "One decision (`kind` names it) with its own fields" }),
-    ),
+    entries: z.array(traceEntrySchema),
   })
   .openapi("Trace");
 

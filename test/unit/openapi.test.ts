@@ -5,12 +5,28 @@
  * src/events.ts.
  */
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
+import type { z } from "zod";
+import type { AgentSummary } from "../../src/agents/agent-registry.js";
 import { buildApp } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load.js";
-import { eventBodySchema } from "../../src/events.js";
+import { eventBodySchema, type TurnEvent } from "../../src/events.js";
+import type { HistoryBlock, TurnRecord } from "../../src/history/model.js";
 import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
+import * as routes from "../../src/http/route-definitions.js";
+import type {
+  activeTurnSchema,
+  agentSchema,
+  historyBlockSchema,
+  mcpServerSchema,
+  traceEntrySchema,
+  turnEventSchema,
+  turnRecordSchema,
+} from "../../src/http/schemas.js";
+import type { McpServerInfo } from "../../src/mcp/manager.js";
+import type { TraceEntry } from "../../src/observability/decision.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
+import type { ActiveTurnDetails } from "../../src/turns/active-details.js";
 
 type Schema = {
   $ref?: string;
@@ -37,12 +53,14 @@ type Document = {
 const HTTP_METHODS = new Set(["get", "post", "put", "patch", "delete"]);
 
 let runtime: Runtime;
+let app: ReturnType<typeof buildApp>;
 let document: Document;
 
 beforeAll(async () => {
   const { config } = parseConfig({ logLevel: "silent" });
   runtime = createRuntime(config, { store: createMemoryHistoryStore(), logger: pino({ level: "silent" }) });
-  const response = await buildApp(runtime).request("/openapi.json");
+  app = buildApp(runtime);
+  const response = await app.request("/openapi.json");
   expect(response.status).toBe(200);
   document = (await response.json()) as Document;
 });
@@ -206,5 +224,103 @@ describe("GET /openapi.json", () => {
       const schema = document.paths[path]?.[method]?.responses["200"]?.content?.["text/event-stream"]?.schema;
       expect(schema, `${method} ${path}`).toEqual({ $ref: "#/components/schemas/UiMessageChunk" });
     }
+  });
+});
+
+/** The schema a route declares for its 200 body of `mediaType`. */
+function declaredSchema(route: { responses: object }, mediaType = "application/json"): z.ZodType {
+  const responses = route.responses as Record<number, { content?: Record<string, { schema: z.ZodType }> }>;
+  const schema = responses[200]?.content?.[mediaType]?.schema;
+  if (!schema) throw new Error(`no 200 ${mediaType} schema`);
+  return schema;
+}
+
+/** Reads an SSE body until `stop` matches an event; returns the events read. */
+async function readEvents(response: Response, stop: (event: TurnEvent) => boolean): Promise<TurnEvent[]> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  const events: TurnEvent[] = [];
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return events;
+    text += decoder.decode(value, { stream: true });
+    let end: number;
+    while ((end = text.indexOf("\n\n")) >= 0) {
+      const data = text
+        .slice(0, end)
+        .split("\n")
+        .find((line) => line.startsWith("data: "));
+      text = text.slice(end + 2);
+      if (!data) continue;
+      const event = JSON.parse(data.slice("data: ".length)) as TurnEvent;
+      if (!("seq" in event)) continue;
+      events.push(event);
+      if (stop(event)) {
+        reader.releaseLock();
+        return events;
+      }
+    }
+  }
+}
+
+describe("the response schemas", () => {
+  it("infer exactly the types the handlers return (checked by tsc, both ways assignable)", () => {
+    expectTypeOf<z.infer<typeof turnEventSchema>>().toExtend<TurnEvent>();
+    expectTypeOf<TurnEvent>().toExtend<z.infer<typeof turnEventSchema>>();
+    expectTypeOf<z.infer<typeof turnRecordSchema>>().toExtend<TurnRecord>();
+    expectTypeOf<TurnRecord>().toExtend<z.infer<typeof turnRecordSchema>>();
+    expectTypeOf<z.infer<typeof historyBlockSchema>>().toExtend<HistoryBlock>();
+    expectTypeOf<HistoryBlock>().toExtend<z.infer<typeof historyBlockSchema>>();
+    expectTypeOf<z.infer<typeof activeTurnSchema>>().toExtend<ActiveTurnDetails>();
+    expectTypeOf<ActiveTurnDetails>().toExtend<z.infer<typeof activeTurnSchema>>();
+    expectTypeOf<z.infer<typeof traceEntrySchema>>().toExtend<TraceEntry>();
+    expectTypeOf<TraceEntry>().toExtend<z.infer<typeof traceEntrySchema>>();
+    expectTypeOf<z.infer<typeof agentSchema>>().toExtend<AgentSummary>();
+    expectTypeOf<AgentSummary>().toExtend<z.infer<typeof agentSchema>>();
+    expectTypeOf<z.infer<typeof mcpServerSchema>>().toExtend<McpServerInfo>();
+    expectTypeOf<McpServerInfo>().toExtend<z.infer<typeof mcpServerSchema>>();
+  });
+
+  it("accept, field for field, what the real handlers answer", async () => {
+    const json = { "Content-Type": "application/json" };
+    const get = async (path: string) => (await app.request(path)).json() as Promise<unknown>;
+    const post = async (path: string, body?: unknown) =>
+      (await app.request(path, { method: "POST", headers: json, body: JSON.stringify(body ?? {}) })).json();
+    const matches = (route: { responses: object }, body: unknown, mediaType?: string) =>
+      // parsing drops fields the schema does not know and throws on a missing or mistyped one
+      expect(declaredSchema(route, mediaType).parse(body)).toEqual(body);
+
+    const running = await app.request("/api/sessions/stream", {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ message: '/tool echo {"text":"x"}\n/tool hang {}' }),
+    });
+    const started = await readEvents(
+      running,
+      (event) => event.type === "tool_start" && event.toolName === "hang",
+    );
+    for (const event of started) matches(routes.startTurnRoute, event, "text/event-stream");
+    const { turnId, sessionId } = started[0] as Extract<TurnEvent, { type: "turn_start" }>;
+
+    matches(routes.activeTurnsRoute, await get("/api/turns/active"));
+    expect(((await get("/api/turns/active")) as { turns: unknown[] }).turns).toHaveLength(1);
+    matches(routes.abortTurnRoute, await post(`/api/turns/${turnId}/abort`));
+    await runtime.manager.abortAll("shutdown", 1_000);
+    matches(routes.traceRoute, await get(`/api/turns/${turnId}/trace`));
+    expect(((await get(`/api/turns/${turnId}/trace`)) as { entries: unknown[] }).entries).not.toEqual([]);
+
+    matches(routes.historyRoute, await get(`/api/sessions/${sessionId}/history`));
+    matches(routes.historyRoute, await get(`/api/sessions/${sessionId}/history?limit=1`));
+    matches(routes.transcriptRoute, await get(`/api/sessions/${sessionId}/transcript?provider=anthropic`));
+    matches(routes.listSessionsRoute, await get("/api/sessions"));
+    matches(routes.getSessionRoute, await get(`/api/sessions/${sessionId}`));
+    matches(routes.agentsRoute, await get("/api/agents"));
+    matches(routes.mcpServersRoute, await get("/api/mcp/servers"));
+    matches(routes.streamTokenRoute, await post(`/api/turns/${turnId}/stream-token`));
+    matches(
+      routes.deleteSessionRoute,
+      await (await app.request(`/api/sessions/${sessionId}`, { method: "DELETE" })).json(),
+    );
   });
 });
