@@ -1,6 +1,6 @@
 /**
  * The real providers end to end: the real server talks through the official SDKs to wire-compatible
- * fake provider servers that reject any request breaking PROVIDERS.md with the provider's real error.
+ * fake provider servers that reject any request breaking docs/providers.md with the provider's real error.
  * Scenarios: a five-call batch aborted after two results then continued on another provider; a crash
  * mid-batch, restart, continue; the four profiles in turn on one session; a 429 then success; a 400
  * surfaced to the client; an abort that aborts the provider's HTTP request.

@@ -2,7 +2,7 @@
  * Wire-compatible fake provider servers for tests, on loopback: an Anthropic Messages endpoint
  * (`POST /v1/messages`, SSE events, no [DONE]) and an OpenAI Chat Completions endpoint
  * (`POST /v1/chat/completions`, `data:` chunks ending in `[DONE]`) with the OpenAI, Kimi and Mistral
- * profiles. Every request is checked against PROVIDERS.md (provider-rules.ts) and rejected with the
+ * profiles. Every request is checked against docs/providers.md (provider-rules.ts) and rejected with the
  * provider's real status and error body if it breaks a rule; otherwise the next queued reply is
  * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), an HTTP
  * error, or a stream that stalls until the client goes away.

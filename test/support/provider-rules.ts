@@ -1,10 +1,10 @@
 /**
- * What each provider's API enforces about a request's `messages` (PROVIDERS.md), as executable checks.
+ * What each provider's API enforces about a request's `messages` (docs/providers.md), as executable checks.
  * Each function returns the first violation as the provider's real HTTP status and error body — the
- * quoted strings of PROVIDERS.md with `{i}`/`{j}`/`{id}` filled in — or null when the request passes.
+ * quoted strings of docs/providers.md with `{i}`/`{j}`/`{id}` filled in — or null when the request passes.
  * The renderer's tests use them, and the fake provider servers reject requests with exactly these.
  *
- * Where PROVIDERS.md states a rule without quoting an error, the message is the provider's real one
+ * Where docs/providers.md states a rule without quoting an error, the message is the provider's real one
  * where it is publicly known (marked "known") or a message in the provider's style (marked "ours").
  * Inputs are `unknown`: a fake server feeds them whatever a client sent.
  */
@@ -445,7 +445,7 @@ export function checkKimiMessages(
           null,
         );
       }
-      // ours: the model recovers the function name from the id (PROVIDERS.md), so the id must carry it.
+      // ours: the model recovers the function name from the id (docs/providers.md), so the id must carry it.
       for (const call of message.tool_calls as Json[]) {
         const id = String(call.id);
         const name = String((call.function as Json).name);
@@ -460,7 +460,7 @@ export function checkKimiMessages(
         nameOfCall.set(id, name);
       }
     } else if (message.role === "tool") {
-      // ours: Kimi's tool messages carry the function name (PROVIDERS.md).
+      // ours: Kimi's tool messages carry the function name (docs/providers.md).
       const expected = nameOfCall.get(String(message.tool_call_id));
       if (message.name !== expected) {
         return KIMI_DIALECT.error(

@@ -1,5 +1,5 @@
 /**
- * The address policy of `web_fetch` (docs/semantics.md#isolation-and-limits; STYLE.md rule 14): which
+ * The address policy of `web_fetch` (docs/semantics.md#isolation-and-limits): which
  * addresses are refused and why, IPv6 forms that carry an IPv4 address judged by that address, and the
  * allow-list (host names, IPs, CIDR ranges) overriding a refusal for exactly what it lists.
  */

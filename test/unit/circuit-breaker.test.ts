@@ -1,5 +1,5 @@
 /**
- * The circuit breaker (docs/semantics.md#resilience) on an injected clock (STYLE.md rule 11): every
+ * The circuit breaker (docs/semantics.md#resilience) on an injected clock: every
  * transition of closed → open → half-open → closed/open, asserted at n−1 and n where time matters, with the
  * transitions reported to the caller's observer and to the registry.
  */

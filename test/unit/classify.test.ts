@@ -1,5 +1,5 @@
 /**
- * Error classification (docs/semantics.md#resilience; STYLE.md rule 14): which failures are worth retrying.
+ * Error classification (docs/semantics.md#resilience): which failures are worth retrying.
  * Each row names the error a tool might throw and the classification the runner acts on.
  */
 import { describe, expect, it, vi } from "vitest";

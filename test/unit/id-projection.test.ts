@@ -1,5 +1,5 @@
 /**
- * Tool-call id projection (docs/semantics.md#transcript-integrity point 4; STYLE.md rule 14): each provider's
+ * Tool-call id projection (docs/semantics.md#transcript-integrity point 4): each provider's
  * id format, native ids kept, generated ids that never collide with them, the empty id, Kimi's
  * whole-transcript index, determinism, and the reverse map.
  */

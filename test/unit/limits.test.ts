@@ -1,6 +1,6 @@
 /**
  * resolveCall (docs/semantics.md#timeouts): which limits a call runs under, what its tool is given, and which
- * corrections are warned about. Table-driven (STYLE.md rule 14).
+ * corrections are warned about. Table-driven.
  */
 import { describe, expect, it } from "vitest";
 import { resolveCall, type LimitSettings } from "../../src/tools/limits.js";

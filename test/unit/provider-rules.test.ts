@@ -1,5 +1,5 @@
 /**
- * The provider rule checks (test/support/provider-rules.ts): each rule of PROVIDERS.md rejects a
+ * The provider rule checks (test/support/provider-rules.ts): each rule of docs/providers.md rejects a
  * minimal request that breaks it with the provider's status, body shape and message, and valid
  * requests pass. The fake provider servers and the renderer's property tests rely on these.
  */

@@ -1,5 +1,5 @@
 /**
- * Transcript integrity for every history (docs/semantics.md#transcript-integrity; STYLE.md rule 15): whatever
+ * Transcript integrity for every history (docs/semantics.md#transcript-integrity): whatever
  * aborts, crashes, retries and provider switches left in the canonical history, the rendered request passes
  * every rule of the selected provider, ids are well-formed and collision-free, no successful result is lost,
  * every call without a result gets an `[INTERRUPTED]` one, rendering is deterministic, and a small context

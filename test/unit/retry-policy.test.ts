@@ -1,7 +1,7 @@
 /**
  * The retry policy (docs/semantics.md#resilience): exact backoff delays, jitter bounds, the attempt and
- * retry-time caps, and the abortable wait between attempts (fake timers, STYLE.md rule 12; no leaked timers
- * or listeners, rule 10).
+ * retry-time caps, and the abortable wait between attempts (fake timers; no leaked timers
+ * or listeners).
  */
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";

@@ -1,6 +1,5 @@
 /**
- * ToolRunner under fake timers (docs/semantics.md#timeouts, docs/semantics.md#cancellation; STYLE.md rule
- * 12): every deadline is asserted not to have fired at n−1 ms and to have fired at exactly n ms, and every
+ * ToolRunner under fake timers (docs/semantics.md#timeouts, docs/semantics.md#cancellation): every deadline is asserted not to have fired at n−1 ms and to have fired at exactly n ms, and every
  * outcome leaves no timer and no abort listener behind. A tool that ignores its signal (`hang`) leaves
  * exactly one timer, the zombie grace timer, which fires after ZOMBIE_GRACE_MS and reports the zombie; then
  * nothing is left. Retries and the circuit breaker are covered in runner-resilience.test.ts.

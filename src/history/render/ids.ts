@@ -4,13 +4,13 @@
  *
  * - OpenAI (`call`), Anthropic (`toolu`), Mistral (`mistral-9`): an id the provider accepts — the
  *   provider's own `providerCallId`, else the canonical id — is kept as it is when no earlier call took
- *   it. Accepted means the provider's documented rule (PROVIDERS.md): OpenAI at most 40 characters
+ *   it. Accepted means the provider's documented rule (docs/providers.md): OpenAI at most 40 characters
  *   (printable ASCII, no spaces, to stay on the safe side), Anthropic `^[a-zA-Z0-9_-]+$`, Mistral
  *   exactly 9 of `[A-Za-z0-9]`. Every other call gets an id derived from a hash of its canonical id
  *   (`call_…`, `toolu_…`, 9 characters), re-salted until it is free. Kept ids are reserved before any
  *   id is generated, so a generated id never collides with a kept one.
  * - Kimi `functions.<name>:<index>`, the index counted over every call of the history: unique by
- *   construction, and the model reads the function name back from it (PROVIDERS.md).
+ *   construction, and the model reads the function name back from it (docs/providers.md).
  *
  * Deterministic (no randomness, no clock), injective within one projection (the empty id included),
  * O(n) with one map of held ids. Incremental: `IdProjector.project` takes calls in batches as a history grows and

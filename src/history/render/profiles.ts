@@ -1,5 +1,5 @@
 /**
- * Provider profiles (docs/semantics.md#transcript-integrity, PROVIDERS.md): for each provider the renderer
+ * Provider profiles (docs/semantics.md#transcript-integrity, docs/providers.md): for each provider the renderer
  * targets, its wire family, tool-call id format, thinking policy, message-shape quirks and context budget. A
  * profile is plain data; the renderer and the adapters read it, never the provider's name.
  */

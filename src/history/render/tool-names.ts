@@ -1,5 +1,5 @@
 /**
- * Tool names a provider accepts (PROVIDERS.md: `^[a-zA-Z0-9_-]{1,64}$`). A name outside the pattern
+ * Tool names a provider accepts (docs/providers.md: `^[a-zA-Z0-9_-]{1,64}$`). A name outside the pattern
  * is rewritten deterministically — every other character becomes `_`, the result is cut to 64
  * characters, and an empty name becomes `tool` — so the same history always renders the same names.
  */
