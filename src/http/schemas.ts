@@ -191,7 +191,7 @@ export const turnRecordSchema = z
     endedAt: z.number().int().nullable(),
     toolCallCount: z.number().int(),
     parentTurnId: z.string().nullable(),
-
+    depth: z.number().int(),
     usage: tokenUsageSchema.nullable(),
   })
   .openapi("Turn", { description: "One turn of a session; `usage` is null until the turn completes" });
