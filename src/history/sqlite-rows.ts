@@ -385,23 +385,9 @@ export function runWrite(statements: Statements, op: WriteOp): void {
         op.depth,
       );
       return;
-    case "block": {
-      const { block } = op;
-      statements.insertBlock.run(
-        block.sessionId,
-        block.position,
-        block.turnId,
-        block.role,
-        block.kind,
-        "callId" in block ? block.callId : null,
-        "name" in block ? block.name : null,
-        block.kind === "tool_response" ? block.status : null,
-        op.content,
-        op.responsePosition,
-        block.createdAt,
-      );
+    case "block":
+      statements.insertBlock.run(blockParams(op));
       return;
-    }
     case "position":
       statements.updateSessionPosition.run(op.next, op.at, op.sessionId);
       return;
@@ -418,7 +404,7 @@ export function runWrite(statements: Statements, op: WriteOp): void {
       );
       return;
     case "event":
-      statements.insertEvent.run(op.turnId, op.seq, op.type, op.at, op.payload);
+      statements.insertEvent.run(eventParams(op));
       return;
     case "trace":
       statements.insertTrace.run(
