@@ -41,3 +41,37 @@ export function liveDescendants(pid: number): ProcessInfo[] {
   }
   return found;
 }
+
+/**
+ * Pids of live `sleep <marker…>` processes anywhere on the machine (the shells that started them are
+ * not counted). Read synchronously, so the answer is the state right after the caller's last step.
+ */
+export function processesWith(marker: string): number[] {
+  return listProcesses()
+    .filter((process) => process.state !== "Z" && commandLineOf(process.pid).startsWith(`sleep\0${marker}`))
+    .map((process) => process.pid);
+}
+
+function commandLineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return ""; // ended while we looked
+  }
+}
+
+/**
+ * Shell text that starts `sleep <marker>N` three ways a daemon escapes its caller (`setsid -f`, a
+ * double fork, `nohup setsid`) and waits until all three are up: each touches a file, then becomes
+ * the sleep.
+ */
+export function escapees(marker: string): string {
+  const up = (index: number) => `up-${marker}-${index}`;
+  const becomes = (index: number) => `sh -c 'touch ${up(index)}; exec sleep ${marker}${index}'`;
+  return [
+    `setsid -f ${becomes(1)}`,
+    `( ( ${becomes(2)} & ) & )`,
+    `nohup setsid ${becomes(3)} >/dev/null 2>&1 &`,
+    `until [ -e ${up(1)} ] && [ -e ${up(2)} ] && [ -e ${up(3)} ]; do sleep 0.05; done`,
+  ].join("\n");
+}

@@ -26,6 +26,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { eventually } from "../helpers/eventually.js";
+import { escapees, processesWith } from "../helpers/processes.js";
 import { runServerToExit, startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, turnIdOf } from "../helpers/sse.js";
 
@@ -42,39 +43,6 @@ const RUN_MARKER = `1000.${randomBytes(3).readUIntBE(0, 3)}`;
 const GRACE_MS = 500;
 /** What leaks, should anything: none of it may appear in a command's output. */
 const LEAKS = [SECRET, ALICE_TOKEN, MALLORY_TOKEN, ALICE_NOTE, OUTSIDE, '"status":"ok"'];
-
-/** Pids of live `sleep <marker…>` processes anywhere on the machine. */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (state !== "Z" && readFileSync(`/proc/${entry}/cmdline`, "utf8").startsWith(`sleep\0${marker}`)) {
-        found.push(Number(entry));
-      }
-    } catch {
-      // ended while we looked
-    }
-  }
-  return found;
-}
-
-/**
- * Shell lines that start `sleep <marker>N` three ways a daemon leaves its caller (`setsid -f`, a
- * double fork, `nohup setsid`), then wait until all three are up: each touches a file first.
- */
-function escapees(marker: string): string {
-  const up = (index: number) => `up-${marker}-${index}`;
-  const becomes = (index: number) => `sh -c 'touch ${up(index)}; exec sleep ${marker}${index}'`;
-  return [
-    `setsid -f ${becomes(1)}`,
-    `( ( ${becomes(2)} & ) & )`,
-    `nohup setsid ${becomes(3)} >/dev/null 2>&1 &`,
-    `until [ -e ${up(1)} ] && [ -e ${up(2)} ] && [ -e ${up(3)} ]; do sleep 0.05; done`,
-  ].join("\n");
-}
 
 const execMessage = (command: string, meta?: Record<string, unknown>) =>
   `/tool exec ${JSON.stringify(meta === undefined ? { command } : { command, _meta: meta })}`;

@@ -7,7 +7,6 @@
  * succeed with `execIsolation: "none"`, which is the old behaviour.
  */
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createExecTool, SandboxUnavailableError, systemTools } from "../../src/tools/system/index.js";
 import type { SandboxProbe } from "../../src/tools/system/index.js";
 import type { ToolContext } from "../../src/tools/types.js";
+import { escapees, processesWith } from "../helpers/processes.js";
 
 const GRACE_MS = 1_500;
 /** Every process a test starts carries this in its command line (`sleep 1000.<run><n>`). */
@@ -37,43 +37,6 @@ function makeContext(allowedRoots: string[]) {
     services: undefined,
   };
   return { context, controller };
-}
-
-/**
- * Pids of live `sleep <marker…>` processes (the shells that started them are not counted). Read
- * synchronously, so the answer is the state right after the call settled, not some time later.
- */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (state !== "Z" && readFileSync(`/proc/${entry}/cmdline`, "utf8").startsWith(`sleep\0${marker}`)) {
-        found.push(Number(entry));
-      }
-    } catch {
-      // ended while we looked
-    }
-  }
-  return found;
-}
-
-/**
- * Shell text that starts `sleep <marker>` three ways a daemon escapes its caller (`setsid -f`, a
- * double fork, `nohup setsid`) and waits until all three are up: each touches a file, then becomes
- * the sleep.
- */
-function escapees(marker: string): string {
-  const up = (index: number) => `up-${marker}-${index}`;
-  const becomes = (index: number) => `sh -c 'touch ${up(index)}; exec sleep ${marker}${index}'`;
-  return [
-    `setsid -f ${becomes(1)}`,
-    `( ( ${becomes(2)} & ) & )`,
-    `nohup setsid ${becomes(3)} >/dev/null 2>&1 &`,
-    `until [ -e ${up(1)} ] && [ -e ${up(2)} ] && [ -e ${up(3)} ]; do sleep 0.05; done`,
-  ].join("\n");
 }
 
 let base: string;
