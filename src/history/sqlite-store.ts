@@ -261,11 +261,6 @@ export class SqliteHistoryStore implements HistoryStore {
     return sessionId === undefined ? [] : this.live(sessionId).openCalls(turnId);
   }
 
-  closeOpenCalls(turnId: string, make: CloseOpenCall): ToolResponseBlock[] {
-    const sessionId = this.sessionOf(turnId);
-    return sessionId === undefined ? [] : this.closeOpen(this.live(sessionId), turnId, make);
-  }
-
   endTurn(turnId: string, outcome: TurnOutcome, closeOpen?: CloseOpenCall): ToolResponseBlock[] {
     const sessionId = this.runningSessionOf(turnId);
     if (sessionId === undefined) return [];

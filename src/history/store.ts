@@ -94,8 +94,6 @@ export interface HistoryStore {
    * that is not running is left as it is.
    */
   endTurn(turnId: string, outcome: TurnOutcome, closeOpen?: CloseOpenCall): ToolResponseBlock[];
-  /** Closes the turn's open calls with synthetic responses, in one transaction; the turn runs on. */
-  closeOpenCalls(turnId: string, make: CloseOpenCall): ToolResponseBlock[];
   /** Queues one event of a turn's log; it is durable once the callbacks of `afterCommit` run. */
   appendEvent(event: TurnEvent): void;
   /** Runs `callback` once every write made so far is committed (events are sent only then). */

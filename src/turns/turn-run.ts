@@ -27,7 +27,10 @@ export class ChildTurnBudget {
     readonly maxConcurrent: number,
   ) {}
 
-  /** Waits for a running slot (or the signal); false when the signal aborted first. */
+  /**
+   * Waits for a running slot (or the signal); false when the signal aborted first. A waiter woken
+   * for a slot that it then gives up (its signal aborted meanwhile) passes the wake-up on.
+   */
   async acquire(signal: AbortSignal): Promise<boolean> {
     while (this.running >= this.maxConcurrent) {
       if (signal.aborted) return false;
@@ -41,15 +44,21 @@ export class ChildTurnBudget {
         signal.addEventListener("abort", wake, { once: true });
       });
     }
-    if (signal.aborted) return false;
+    if (signal.aborted) {
+      this.wakeNext();
+      return false;
+    }
     this.running++;
     return true;
   }
 
   release(): void {
     this.running--;
-    const next = this.waiters.values().next().value;
-    next?.();
+    this.wakeNext();
+  }
+
+  private wakeNext(): void {
+    if (this.running < this.maxConcurrent) this.waiters.values().next().value?.();
   }
 }
 

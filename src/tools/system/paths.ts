@@ -171,7 +171,6 @@ async function describeDescriptor(descriptor: number): Promise<string | undefine
   return readlink(`/proc/self/fd/${descriptor}`).catch(() => undefined);
 }
 
-/** True when `candidate` is `root` or lies below it (both absolute, normalised). */
 /**
  * The allowed roots as the server uses them, fixed at start-up: each one's real path (as configured
  * when it does not exist yet), without duplicates and without roots that lie inside another root
@@ -180,14 +179,7 @@ async function describeDescriptor(descriptor: number): Promise<string | undefine
  * ones dropped.
  */
 export function normalizeAllowedRoots(configured: readonly string[]): { roots: string[]; dropped: string[] } {
-  const real = configured.map((root) => {
-    const absolute = path.resolve(root);
-    try {
-      return realpathSync(absolute);
-    } catch {
-      return absolute;
-    }
-  });
+  const real = configured.map(realPathOrAsIs);
   const roots: string[] = [];
   const dropped: string[] = [];
   real.forEach((root, index) => {
@@ -200,6 +192,17 @@ export function normalizeAllowedRoots(configured: readonly string[]): { roots: s
   return { roots, dropped };
 }
 
+/** The real path of `directory`, or its absolute path while it does not exist. */
+export function realPathOrAsIs(directory: string): string {
+  const absolute = path.resolve(directory);
+  try {
+    return realpathSync(absolute);
+  } catch {
+    return absolute;
+  }
+}
+
+/** True when `candidate` is `root` or lies below it (both absolute, normalised). */
 export function isInside(candidate: string, root: string): boolean {
   const relative = path.relative(root, candidate);
   return (

@@ -13,14 +13,13 @@ import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { PermanentToolError, ToolError } from "../resilience/tool-error.js";
 import type { ToolDefinition } from "../types.js";
-import { realpathSync } from "node:fs";
-import path from "node:path";
 import {
   confineOpenedFile,
   confinePath,
   errorCodeOf,
   isInside,
   messageOf,
+  realPathOrAsIs,
   resolveConfinement,
 } from "./paths.js";
 
@@ -122,13 +121,4 @@ async function readAtMost(
   signal.throwIfAborted();
   const bytes = Buffer.concat(chunks);
   return total > limit ? { bytes: bytes.subarray(0, limit), truncated: true } : { bytes, truncated: false };
-}
-
-function realPathOrAsIs(directory: string): string {
-  const absolute = path.resolve(directory);
-  try {
-    return realpathSync(absolute);
-  } catch {
-    return absolute;
-  }
 }
