@@ -102,7 +102,7 @@ export class McpConnection {
     } catch (error) {
       // a restarted HTTP server no longer knows our session: start a new one
       if (error instanceof StreamableHTTPError && error.code === 404 && client === this.client) {
-        this.lost(client, `session expired (${error.message})`);
+        this.failed(client, `session expired (${error.message})`);
       }
       throw error;
     }
@@ -133,7 +133,7 @@ export class McpConnection {
       void this.refreshTools(client);
     });
     // set before the handshake: a server that exits during it fails the attempt the same way
-    client.onclose = () => this.lost(client, closedDetail(this.transport));
+    client.onclose = () => this.failed(client, closedDetail(this.transport));
     try {
       await this.open(client);
       if (this.stopped) {
@@ -175,12 +175,18 @@ export class McpConnection {
     const requestInit = { headers: this.config.headers };
     const streamable = new StreamableHTTPClientTransport(url, { requestInit });
     this.transport = streamable;
-    this.client = client;
+    // Not this connection's client while the first protocol is only tried: a refused attempt closes
+    // the transport (and fires the client's onclose), which is the fallback, not a lost connection.
+    this.client = undefined;
     try {
       await client.connect(streamable, { timeout: CONNECT_TIMEOUT_MS });
+      this.client = client;
       return streamable;
     } catch (error) {
-      if (!speaksOtherProtocol(error)) throw error;
+      if (!speaksOtherProtocol(error)) {
+        this.client = client;
+        throw error;
+      }
       await streamable.close().catch(() => undefined);
     }
     // Client.connect refuses a second transport until the first is closed
@@ -190,6 +196,7 @@ export class McpConnection {
       eventSourceInit: { fetch: headerFetch(this.config.headers) },
     });
     this.transport = sse;
+    this.client = client;
     await client.connect(sse, { timeout: CONNECT_TIMEOUT_MS });
     return sse;
   }
@@ -217,12 +224,10 @@ export class McpConnection {
     }
   }
 
-  /** The connection of `client` dropped (process exit, closed stream, expired session). */
-  private lost(client: Client, detail: string): void {
-    if (client !== this.client || this.stopped) return;
-    this.failed(client, detail);
-  }
-
+  /**
+   * The connection of `client` failed or dropped (process exit, closed stream, expired session);
+   * ignored for a client that is no longer this connection's.
+   */
   private failed(client: Client, detail: string): void {
     if (client !== this.client || this.stopped) return;
     this.client = undefined;

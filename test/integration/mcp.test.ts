@@ -19,7 +19,7 @@ import { MCP_CANCEL_REASON } from "../../src/mcp/index.js";
 import { eventually } from "../helpers/eventually.js";
 import { listProcesses } from "../helpers/processes.js";
 import { PROJECT_ROOT } from "../helpers/server.js";
-import { startHttpMcpServer } from "../support/mcp-servers/http-server.js";
+import { startHttpMcpServer, startSseOnlyMcpServer } from "../support/mcp-servers/http-server.js";
 
 const SERVER_SCRIPT = join(PROJECT_ROOT, "test/support/mcp-servers/test-server.ts");
 const READY_WAIT_MS = 30_000;
@@ -259,6 +259,23 @@ describe("MCP servers as tools", () => {
     const events = await runTurn(runtime, '/tool web__echo {"text":"hi"}');
     expect(resultOf(events)).toMatchObject({ isError: false, result: "http: hi" });
     expect(await runtime.metrics.render()).toContain('reins_mcp_calls_total{server="web"} 1');
+  }, 60_000);
+
+  it("falls back to the SSE transport for a server without Streamable HTTP, and stays connected", async () => {
+    const sse = await startSseOnlyMcpServer();
+    cleanups.push(() => sse.close());
+    const { runtime } = build({}, { old: { url: sse.url } });
+    const server = await ready(runtime, "old");
+    expect(server).toMatchObject({ transport: "http", tools: ["old__echo"] });
+    const events = await runTurn(runtime, '/tool old__echo {"text":"hi"}');
+    expect(resultOf(events)).toMatchObject({ isError: false, result: "http: hi" });
+    // one stream, no reconnection loop: the fallback is not mistaken for a lost connection
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(runtime.mcp.list().find((entry) => entry.name === "old")).toMatchObject({
+      status: "ready",
+      restarts: 0,
+    });
+    expect(sse.streams()).toBe(1);
   }, 60_000);
 
   it("stopping leaves no process of a stdio server alive, the child it started included", async () => {

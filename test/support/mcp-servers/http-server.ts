@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -61,6 +62,48 @@ export async function startHttpMcpServer(): Promise<{ url: string; close(): Prom
   const { port } = httpServer.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      for (const transport of transports.values()) await transport.close();
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * An MCP server that speaks only the older SSE transport (GET opens the stream, POSTs go to
+ * `/messages`); Streamable HTTP's POST to the URL gets 405. Counts the SSE streams it was asked for.
+ */
+export async function startSseOnlyMcpServer(): Promise<{
+  url: string;
+  streams(): number;
+  close(): Promise<void>;
+}> {
+  const transports = new Map<string, SSEServerTransport>();
+  let streams = 0;
+  const httpServer: Server = createServer((request, response) => {
+    void (async () => {
+      const url = new URL(request.url ?? "/", "http://localhost");
+      if (request.method === "GET" && url.pathname === "/mcp") {
+        streams++;
+        const transport = new SSEServerTransport("/messages", response);
+        transports.set(transport.sessionId, transport);
+        await newServer().connect(transport);
+        return;
+      }
+      const transport = transports.get(url.searchParams.get("sessionId") ?? "");
+      if (request.method === "POST" && url.pathname === "/messages" && transport) {
+        await transport.handlePostMessage(request, response);
+        return;
+      }
+      response.writeHead(405).end();
+    })();
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    streams: () => streams,
     close: async () => {
       for (const transport of transports.values()) await transport.close();
       httpServer.closeAllConnections();
