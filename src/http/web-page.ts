@@ -51,11 +51,9 @@ const HEADERS = {
   // the page is small and changes with the server; revalidate rather than serve a stale copy
   "Cache-Control": "no-cache",
   "X-Content-Type-Options": "nosniff",
-  // never framed (docs/semantics.md#isolation-and-limits): the page starts and aborts turns, a framing site
-  // must not overlay it
+  // `frame-ancestors 'none'` and `X-Frame-Options` are added to every response by frameGuard (app.ts)
   "Content-Security-Policy":
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
-  "X-Frame-Options": "DENY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'",
 };
 
 export function webPageRoutes(): Hono {

@@ -3,5 +3,4 @@ export { McpServers, type McpServerInfo, type McpServersOptions } from "./manage
 export type { McpServerStatus, McpTransportKind, BackoffSettings } from "./connection.js";
 export { MCP_CANCEL_REASON, McpUnavailableError } from "./errors.js";
 export { mcpToolName } from "./tool-names.js";
-export { PROCESS_RECORD_FILE } from "./process-record.js";
 export type { McpCallOutcome } from "./tool-adapter.js";

@@ -38,6 +38,8 @@ export class GroupStdioTransport implements Transport {
   private readonly buffer = new ReadBuffer();
   private stderrTail = "";
   private stopping: Promise<void> | undefined;
+  /** Set once the group is confirmed gone (its pid may then be reused by an unrelated group). */
+  private groupGone = false;
   private closed = false;
   /** Why the process could not be started (ENOENT, EACCES, …), if it could not. */
   startError: string | undefined;
@@ -51,10 +53,6 @@ export class GroupStdioTransport implements Transport {
   /** The last lines the server wrote to stderr (why it failed, usually). */
   get stderr(): string {
     return this.stderrTail.trim();
-  }
-
-  get pid(): number | undefined {
-    return this.child?.pid;
   }
 
   start(): Promise<void> {
@@ -107,10 +105,10 @@ export class GroupStdioTransport implements Transport {
     this.finish();
   }
 
-  /** SIGKILL to the group, synchronously (process exit). */
+  /** SIGKILL to the group, synchronously (process exit); nothing once the group is known gone. */
   killNow(): void {
     const pid = this.child?.pid;
-    if (pid !== undefined) signalGroup(pid, "SIGKILL");
+    if (pid !== undefined && !this.groupGone) signalGroup(pid, "SIGKILL");
   }
 
   private stopGroup(): Promise<void> {
@@ -118,7 +116,11 @@ export class GroupStdioTransport implements Transport {
     if (pid === undefined) return Promise.resolve();
     this.stopping ??= stopProcessGroup(pid, this.killGraceMs)
       .catch(() => undefined)
-      .finally(() => this.lifecycle.onStopped(pid));
+      .finally(() => {
+        // its pid may be reused from now on: never signal that group again
+        this.groupGone = true;
+        this.lifecycle.onStopped(pid);
+      });
     return this.stopping;
   }
 
