@@ -130,7 +130,8 @@ describe("tool approval: the wait", () => {
         toolId: echo.toolId,
         toolName: "echo",
         input: { text: "needs a yes" },
-        requestedAt: echo.at,
+        // set together with the deadline (the event's own `at` may be a millisecond later)
+        requestedAt: echo.deadlineMs - APPROVAL_TIMEOUT_MS,
         deadlineMs: echo.deadlineMs,
       },
     ]);
