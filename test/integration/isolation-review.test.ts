@@ -3,18 +3,15 @@
  * performed for real:
  * - a nested allowed root that a command turns into a symlink, so the next call is given a host
  *   directory it was never allowed (the roots are now fixed at start-up, nested ones dropped);
- * - `read_file` reading the server's own database when DATA_DIR lies inside an allowed root;
- * - `web_fetch` sending the credentials a redirect put in its URL.
+ * - `read_file` reading the server's own database when DATA_DIR lies inside an allowed root.
+ * (`web_fetch` sending the credentials a redirect put in its URL is tested with the other web_fetch
+ * attacks, in web-fetch-ssrf.test.ts.)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { normalizeAllowedRoots } from "../../src/tools/system/paths.js";
-import { createWebFetchTool } from "../../src/tools/system/web-fetch.js";
-import type { ToolContext } from "../../src/tools/types.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream } from "../helpers/sse.js";
 
@@ -99,44 +96,4 @@ describe("read_file and the server's data", () => {
       expect(result, path).not.toContain("SQLite format");
     }
   }, 60_000);
-});
-
-describe("web_fetch and credentials in a redirect", () => {
-  function listen(handler: Parameters<typeof createServer>[1]): Promise<Server> {
-    const httpServer = createServer(handler);
-    cleanups.push(() => new Promise<void>((resolve) => httpServer.close(() => resolve())));
-    return new Promise((resolve) => httpServer.listen(0, "127.0.0.1", () => resolve(httpServer)));
-  }
-
-  it("does not send them and does not show them", async () => {
-    const seen: IncomingHttpHeaders[] = [];
-    const target = await listen((request, response) => {
-      seen.push(request.headers);
-      response.end("landed");
-    });
-    const targetPort = (target.address() as AddressInfo).port;
-    const redirector = await listen((_request, response) => {
-      response.writeHead(302, { location: `http://user:hunter2@127.0.0.1:${targetPort}/x` }).end();
-    });
-    const redirectorPort = (redirector.address() as AddressInfo).port;
-    const tool = createWebFetchTool({ maxOutputBytes: 10_000, webFetchAllow: ["127.0.0.1"] });
-    const context: ToolContext = {
-      turnId: "turn-1",
-      sessionId: "session-1",
-      agentId: "agent-1",
-      callId: "call-1",
-      toolName: "web_fetch",
-      workspace: undefined,
-      allowedRoots: [],
-      depth: 0,
-      signal: new AbortController().signal,
-      heartbeat: () => {},
-      services: undefined,
-    };
-    const result = String(await tool.execute({ url: `http://127.0.0.1:${redirectorPort}/` }, context));
-    expect(result).toContain("landed");
-    expect(result).not.toContain("hunter2");
-    expect(seen).toHaveLength(1);
-    expect(seen[0]?.authorization).toBeUndefined();
-  });
 });

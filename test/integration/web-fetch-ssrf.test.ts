@@ -20,7 +20,8 @@ import { SseStream } from "../helpers/sse.js";
 /** The redirector's address: loopback too, but a different one, so it can be allowed alone. */
 const REDIRECTOR_HOST = "127.0.0.2";
 
-type Target = { server: Server; port: number; hits: string[] };
+/** A loopback server, the paths it was asked for and whether each request carried credentials. */
+type Target = { server: Server; port: number; hits: string[]; authorizations: (string | undefined)[] };
 
 /**
  * A server that answers every request with "secret" (gzipped on `/gzip`) and records the path it
@@ -28,8 +29,10 @@ type Target = { server: Server; port: number; hits: string[] };
  */
 async function startTarget(host: string): Promise<Target> {
   const hits: string[] = [];
+  const authorizations: (string | undefined)[] = [];
   const server = createServer((request, response) => {
     hits.push(request.url ?? "");
+    authorizations.push(request.headers.authorization);
     if (request.url === "/gzip") {
       response
         .writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" })
@@ -45,7 +48,7 @@ async function startTarget(host: string): Promise<Target> {
       resolve();
     });
   });
-  return { server, port: (server.address() as AddressInfo).port, hits };
+  return { server, port: (server.address() as AddressInfo).port, hits, authorizations };
 }
 
 /** A server that redirects `/to?url=<url>` there (302), and `/loop` to itself forever. */
@@ -116,6 +119,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   target.hits.length = 0;
+  target.authorizations.length = 0;
   if (target6 !== undefined) target6.hits.length = 0;
   redirector.hits.length = 0;
 });
@@ -228,6 +232,20 @@ describe("web_fetch with WEB_FETCH_ALLOW", () => {
     const result = await fetchWith({ webFetchAllow: allow }, url());
     expect(result).toBe("HTTP 200 OK\nContent-Type: text/plain\n\nsecret from the target");
     expect(target.hits).toEqual(["/allowed"]);
+  });
+
+  it("drops the credentials a redirect puts in its URL: not sent, not shown", async () => {
+    const final = `http://user:hunter2@127.0.0.1:${target.port}/creds`;
+    const result = String(
+      await fetchWith(
+        { webFetchAllow: [REDIRECTOR_HOST, "127.0.0.1"] },
+        `http://${REDIRECTOR_HOST}:${redirector.port}/to?url=${encodeURIComponent(final)}`,
+      ),
+    );
+    expect(result).toContain("secret from the target");
+    expect(result).not.toContain("hunter2");
+    expect(target.hits).toEqual(["/creds"]);
+    expect(target.authorizations).toEqual([undefined]);
   });
 
   it("an allowed redirect chain is followed and names the final URL", async () => {
