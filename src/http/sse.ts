@@ -23,6 +23,8 @@ export const SSE_RETRY_MS = 2_000;
 
 export type SseWriter = {
   send(event: TurnEvent): void;
+  /** Writes a frame as it is (a stream in another format than reins' events). */
+  write(frame: string): void;
   close(): void;
   readonly closed: boolean;
 };
@@ -34,6 +36,8 @@ export type SseOptions = {
   open(writer: SseWriter): void;
   /** Called once when the stream ends for any reason. */
   onClose(): void;
+  /** Another wire format on the same writer: its headers, first frame and keep-alive frame. */
+  format?: { headers: Record<string, string>; preamble: string; ping: () => string };
 };
 
 /** Formats one turn event as an SSE frame. */
@@ -68,12 +72,14 @@ export function sseResponse(options: SseOptions): Response {
     controllerRef.enqueue(encoder.encode(text));
     armPing();
   };
+  const ping = options.format?.ping ?? (() => formatPing(now()));
   const armPing = () => {
     clearTimeout(pingTimer);
-    pingTimer = setTimeout(() => write(formatPing(now())), options.pingIntervalMs);
+    pingTimer = setTimeout(() => write(ping()), options.pingIntervalMs);
   };
   const writer: SseWriter = {
     send: (event) => write(formatEvent(event)),
+    write,
     close: () => {
       if (closed) return;
       const controller = controllerRef;
@@ -88,7 +94,8 @@ export function sseResponse(options: SseOptions): Response {
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       controllerRef = controller;
-      write(formatRetry(SSE_RETRY_MS));
+      const preamble = options.format?.preamble ?? formatRetry(SSE_RETRY_MS);
+      if (preamble !== "") write(preamble);
       try {
         options.open(writer);
       } catch (error) {
@@ -101,5 +108,5 @@ export function sseResponse(options: SseOptions): Response {
       end();
     },
   });
-  return new Response(body, { status: 200, headers: SSE_HEADERS });
+  return new Response(body, { status: 200, headers: options.format?.headers ?? SSE_HEADERS });
 }

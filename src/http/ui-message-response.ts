@@ -3,12 +3,14 @@
  * from the start (the stored ones, then the live tail, in one step so nothing falls between), each mapped to
  * protocol chunks and written as `data: {json}` frames, then `data: [DONE]` after the turn's end. Silence is
  * broken by an SSE comment (`: ping`), which the AI SDK's parser ignores, where reins' own streams send a
- * `ping` event its chunk schema would refuse. `onClose` (the stream's place in the per-principal limit) runs
- * exactly once, however the stream ends; closing it also stops following the turn.
+ * `ping` event its chunk schema would refuse. It is reins' SSE writer (`sse.ts`) with that format, so
+ * `onClose` (the stream's place in the per-principal limit) runs exactly once however the stream ends,
+ * `follow` throwing included; closing it also stops following the turn.
  */
 import { isTerminalEvent, type TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
+import { sseResponse } from "./sse.js";
 import { DONE_FRAME, formatChunk, UI_MESSAGE_STREAM_HEADERS, UiMessageMapper } from "./ui-message-stream.js";
 
 export type UiMessageResponseDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
@@ -27,48 +29,28 @@ export function uiMessageResponse(
     onClose();
     throw new Error(`uiMessageResponse: turn ${turnId} is not running`);
   }
-  const encoder = new TextEncoder();
   const mapper = new UiMessageMapper({ inferenceOf: inferenceLookup(deps.store, run.sessionId, turnId) });
-  let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
-  let pingTimer: NodeJS.Timeout | undefined;
   let dispose = () => {};
-  let closed = false;
-
-  const end = () => {
-    if (closed) return;
-    closed = true;
-    clearTimeout(pingTimer);
-    dispose();
-    onClose();
-  };
-  const write = (text: string) => {
-    if (closed || !controllerRef) return;
-    controllerRef.enqueue(encoder.encode(text));
-    clearTimeout(pingTimer);
-    pingTimer = setTimeout(() => write(PING_FRAME), deps.pingIntervalMs);
-  };
-  const send = (event: TurnEvent) => {
-    if (closed) return;
-    for (const chunk of mapper.map(event)) write(formatChunk(chunk));
-    if (!isTerminalEvent(event)) return;
-    write(DONE_FRAME);
-    const controller = controllerRef;
-    end();
-    controller?.close();
-  };
-
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controllerRef = controller;
+  return sseResponse({
+    pingIntervalMs: deps.pingIntervalMs,
+    format: { headers: UI_MESSAGE_STREAM_HEADERS, preamble: "", ping: () => PING_FRAME },
+    onClose: () => {
+      dispose();
+      onClose();
+    },
+    open: (writer) => {
+      const send = (event: TurnEvent) => {
+        if (writer.closed) return;
+        for (const chunk of mapper.map(event)) writer.write(formatChunk(chunk));
+        if (!isTerminalEvent(event)) return;
+        writer.write(DONE_FRAME);
+        writer.close();
+      };
       const followed = deps.manager.follow(run, 0, send);
       dispose = followed.dispose;
       for (const event of followed.replay) send(event);
     },
-    cancel() {
-      end();
-    },
   });
-  return new Response(body, { status: 200, headers: UI_MESSAGE_STREAM_HEADERS });
 }
 
 /**
