@@ -8,10 +8,10 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HistoryStore } from "../history/store.js";
-import type { TurnManager } from "../turns/manager.js";
+import type { StartTurnRequest, TurnManager } from "../turns/manager.js";
 import { canAccess } from "./auth.js";
 import { newestUserText } from "./chat-schemas.js";
-import { HttpError, tooManyRequests } from "./http-error.js";
+import { HttpError } from "./http-error.js";
 import { chatRoute, chatStopRoute, chatStreamRoute } from "./route-definitions.js";
 import type { ApiEnv } from "./routes.js";
 import type { StreamRelease } from "./stream-limits.js";
@@ -22,14 +22,18 @@ export type ChatRouteDeps = {
   manager: TurnManager;
   store: HistoryStore;
   pingIntervalMs: number;
-  maxTurnsPerPrincipal: number;
   /** A place for one more stream of the principal (the limit every route shares); else throws 429. */
   acquireStream: (principal: string | null) => StreamRelease;
+  /** Starts a turn to stream under the principal's turn and stream limits (429 beyond either). */
+  startStreamedTurn: (request: StartTurnRequest & { principal: string | null }) => {
+    turnId: string;
+    release: StreamRelease;
+  };
 };
 
 /** The `/chat` routes, to mount on the API next to the others. */
 export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
-  const { manager, store, maxTurnsPerPrincipal } = deps;
+  const { manager, store } = deps;
   const streamDeps = { manager, store, pingIntervalMs: deps.pingIntervalMs };
   const chat = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
 
@@ -49,32 +53,16 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     if (owner !== undefined && !canAccess(principal, owner)) {
       throw new HttpError(404, "session_not_found", `Chat not found: ${body.id}`);
     }
-    // nothing awaits between this count and startTurn: concurrent requests cannot both slip under it
-    if (manager.runningTurnsOf(principal) >= maxTurnsPerPrincipal) {
-      throw tooManyRequests(
-        "too_many_turns",
-        `Too many running turns: at most ${maxTurnsPerPrincipal} per principal (MAX_TURNS_PER_PRINCIPAL); ` +
-          "retry when one ends",
-        maxTurnsPerPrincipal,
-      );
-    }
-    const release = deps.acquireStream(principal);
-    let turnId: string;
-    try {
-      turnId = manager.startTurn({
-        // validated: the newest user message has text
-        message: newestUserText(body.messages) ?? "",
-        sessionId: body.id,
-        createSession: true,
-        agentId: body.agentId,
-        provider: body.provider,
-        model: body.model,
-        principal,
-      }).turnId;
-    } catch (error) {
-      release();
-      throw error;
-    }
+    const { turnId, release } = deps.startStreamedTurn({
+      // validated: the newest user message has text
+      message: newestUserText(body.messages) ?? "",
+      sessionId: body.id,
+      createSession: true,
+      agentId: body.agentId,
+      provider: body.provider,
+      model: body.model,
+      principal,
+    });
     return uiMessageResponse(streamDeps, turnId, release);
   });
 

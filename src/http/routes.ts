@@ -11,7 +11,7 @@ import type { Config } from "../config/schema.js";
 import type { SessionSummary } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { McpServerInfo } from "../mcp/index.js";
-import type { TurnManager } from "../turns/manager.js";
+import type { StartTurnRequest, TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
 import { withSystemPrompt } from "../history/render/request.js";
@@ -104,14 +104,14 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
   };
 
   // the AI SDK's useChat (docs/http-api.md#chat-routes-ai-sdk-usechat), under the same stream and turn limits
-  api.route("/", chatRoutes({ ...streamDeps, maxTurnsPerPrincipal, acquireStream }));
-
-  api.openapi(startTurnRoute, (context) => {
-    const body = context.req.valid("json");
-    const principal = context.get("principal");
-    if (body.sessionId !== undefined) ownSession(principal, body.sessionId);
-    // nothing awaits between this count and startTurn: concurrent requests cannot both slip under it
-    if (manager.runningTurnsOf(principal) >= maxTurnsPerPrincipal) {
+  /**
+   * Starts a turn that a stream will follow, under both per-principal limits: the turn count first,
+   * then the stream's place, taken before the turn starts (a turn never runs without the stream that
+   * was asked for) and given back if the start fails. Nothing awaits between the count and the start,
+   * so concurrent requests cannot both slip under it.
+   */
+  const startStreamedTurn = (request: StartTurnRequest & { principal: string | null }) => {
+    if (manager.runningTurnsOf(request.principal) >= maxTurnsPerPrincipal) {
       throw tooManyRequests(
         "too_many_turns",
         `Too many running turns: at most ${maxTurnsPerPrincipal} per principal (MAX_TURNS_PER_PRINCIPAL); ` +
@@ -119,15 +119,22 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
         maxTurnsPerPrincipal,
       );
     }
-    // taken before the turn starts, so a turn never runs without the stream that was asked for
-    const release = acquireStream(principal);
-    let turnId: string;
+    const release = acquireStream(request.principal);
     try {
-      turnId = manager.startTurn({ ...body, principal }).turnId;
+      return { turnId: manager.startTurn(request).turnId, release };
     } catch (error) {
       release();
       throw error;
     }
+  };
+
+  api.route("/", chatRoutes({ ...streamDeps, acquireStream, startStreamedTurn }));
+
+  api.openapi(startTurnRoute, (context) => {
+    const body = context.req.valid("json");
+    const principal = context.get("principal");
+    if (body.sessionId !== undefined) ownSession(principal, body.sessionId);
+    const { turnId, release } = startStreamedTurn({ ...body, principal });
     return streamTurnEvents(streamDeps, turnId, 0, release);
   });
 
