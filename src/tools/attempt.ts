@@ -15,6 +15,7 @@ import {
   timeoutResult,
   TOOL_CANCELLED_RESULT,
 } from "./results.js";
+import type { DeadlineTimers, ScheduledTimer } from "./deadline-timers.js";
 import { cutLink, linkedContext, startTool, type ToolLink } from "./tool-link.js";
 import type {
   ToolCallHooks,
@@ -58,6 +59,8 @@ export type CallRun = {
 
 export type AttemptOptions = {
   now: () => number;
+  /** Every call's deadlines and progress reports, on one timer. */
+  timers: DeadlineTimers;
   progressAfterMs: number;
   progressIntervalMs: number;
   recorder: DecisionRecorder;
@@ -83,49 +86,61 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
     /** Once the tool is started: cuts its link when the attempt ends without it. */
     let cutOnSettle = () => {};
     let lastMessage: string | null = null;
-    let totalTimer: NodeJS.Timeout | undefined;
-    let idleTimer: NodeJS.Timeout | undefined;
-    let progressTimer: NodeJS.Timeout | undefined;
+    let totalTimer: ScheduledTimer | undefined;
+    let idleTimer: ScheduledTimer | undefined;
+    let progressTimer: ScheduledTimer | undefined;
 
-    /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
-    const settle = (result: AttemptResult, fromTool = false) => {
-      if (settled) return;
+    /** Ends the attempt's timers and listeners; true for the first caller only. */
+    const claim = (): boolean => {
+      if (settled) return false;
       settled = true;
-      clearTimeout(totalTimer);
-      clearTimeout(idleTimer);
-      clearTimeout(progressTimer);
+      totalTimer?.cancel();
+      idleTimer?.cancel();
+      progressTimer?.cancel();
       scope.signal.removeEventListener("abort", onCancel);
       callSignal?.removeEventListener("abort", onCancel);
+      return true;
+    };
+    /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
+    const settle = (result: AttemptResult, fromTool = false) => {
+      if (!claim()) return;
       // A cooperative tool settles right after its signal aborts; one still running after the grace
       // period ignored it and is tracked as a zombie until it settles (docs/semantics.md#cancellation).
       if (!fromTool) cutOnSettle();
       resolve(result);
     };
+    /**
+     * A deadline fired: the attempt is over and `tool_timeout` says so at once; stopping the tool and
+     * handing the outcome to the runner follow once every deadline due with this one has been told.
+     */
     const expire = (kind: "total" | "idle", limitMs: number) => {
-      if (settled) return;
-      const error = new ToolTimeoutError(call.name, limitMs, kind);
-      controller.abort(error);
-      record({ kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
+      if (!claim()) return undefined;
       hooks.onTimeout?.(call, { kind, timeoutMs: limitMs });
-      settle({
-        status: "timeout",
-        isError: true,
-        result: timeoutResult(error),
-        timeout: { kind, timeoutMs: limitMs },
-        error,
-      });
+      return () => {
+        const error = new ToolTimeoutError(call.name, limitMs, kind);
+        controller.abort(error);
+        record({ kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
+        cutOnSettle();
+        resolve({
+          status: "timeout",
+          isError: true,
+          result: timeoutResult(error),
+          timeout: { kind, timeoutMs: limitMs },
+          error,
+        });
+      };
     };
     const armIdle = () => {
       if (idleTimeoutMs <= 0) return;
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => expire("idle", idleTimeoutMs), idleTimeoutMs);
+      idleTimer?.cancel();
+      idleTimer = options.timers.schedule(idleTimeoutMs, () => expire("idle", idleTimeoutMs));
     };
     const reportProgress = (delayMs: number) => {
-      progressTimer = setTimeout(() => {
+      progressTimer = options.timers.schedule(delayMs, () => {
         if (settled) return;
         hooks.onProgress?.(call, { elapsedMs: options.now() - run.startedAt, message: lastMessage });
         reportProgress(options.progressIntervalMs);
-      }, delayMs);
+      });
     };
     const onCancel = () => {
       const reason = callSignal?.aborted && !scope.signal.aborted ? callSignal.reason : scope.signal.reason;
@@ -140,7 +155,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       onCancel();
       return;
     }
-    if (timeoutMs > 0) totalTimer = setTimeout(() => expire("total", timeoutMs), timeoutMs);
+    if (timeoutMs > 0) totalTimer = options.timers.schedule(timeoutMs, () => expire("total", timeoutMs));
     armIdle();
     reportProgress(options.progressAfterMs);
 

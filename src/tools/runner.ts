@@ -18,6 +18,7 @@ import {
   type CallScope,
   type PartialOutcome,
 } from "./attempt.js";
+import { DeadlineTimers } from "./deadline-timers.js";
 import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observability/decision.js";
 import { resolveCall, type LimitSettings } from "./limits.js";
 import type { ToolRegistry } from "./registry.js";
@@ -76,6 +77,7 @@ export class ToolRunner {
     this.breakers = deps.breakers ?? new BreakerRegistry(DEFAULT_BREAKER_SETTINGS, this.now);
     this.attemptOptions = {
       now: this.now,
+      timers: new DeadlineTimers(),
       progressAfterMs: settings.progressAfterMs,
       progressIntervalMs: settings.progressIntervalMs,
       recorder: this.recorder,

@@ -1,0 +1,191 @@
+/**
+ * The timers of every running tool call (docs/semantics.md#timeouts) — wall-clock and idle deadlines and
+ * progress reports — on one Node timer. Entries due together fire in one pass, and what an entry hands
+ * back to do afterwards runs only once every one of them has fired. With a Node timer per call, Node runs
+ * the microtasks of each expiry (the call's result, its events, its history) before the next timer's
+ * callback, so the last of a thousand deadlines falling due together was told only after the follow-up
+ * work of the 999 others; here all of them are told at once, then the work follows.
+ *
+ * An entry costs a set insertion, no Node timer; cancelling it (the common case: the call ends first)
+ * is a set deletion. The one timer is armed for the earliest entry and cleared when none is left.
+ */
+
+/** How long follow-ups run in one go before the event loop gets a turn. */
+const FOLLOW_UP_SLICE_MS = 1;
+
+/** A scheduled entry; `cancel` is idempotent and harmless once it has fired. */
+export type ScheduledTimer = { cancel(): void };
+
+/** Runs when its entry is due; what it returns runs after every entry due with it has fired. */
+export type TimerCallback = () => (() => void) | void;
+
+type Entry = { callback: TimerCallback; done: boolean };
+
+export class DeadlineTimers {
+  /** Entries by the millisecond they are due at. */
+  private readonly due = new Map<number, Set<Entry>>();
+  /** The keys of `due` (and keys whose set emptied since), as a binary min-heap. */
+  private readonly heap: number[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** The key the timer is armed for. */
+  private armedFor: number | undefined;
+  /** The latest key the timer fired for: that much time has passed, whatever `now` says. */
+  private firedThrough = -Infinity;
+  /** What fired entries handed back, not yet run (FIFO; `nextFollowUp` is the head). */
+  private readonly followUps: (() => void)[] = [];
+  private nextFollowUp = 0;
+  private followUpsScheduled = false;
+
+  constructor(
+    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms for the follow-up slices. */
+    private readonly clockMs: () => number = () => performance.now(),
+  ) {}
+
+  /** Runs `callback` once `delayMs` from now, unless cancelled first. */
+  schedule(delayMs: number, callback: TimerCallback): ScheduledTimer {
+    const key = Math.ceil(this.current() + Math.max(0, delayMs));
+    const entry: Entry = { callback, done: false };
+    let entries = this.due.get(key);
+    if (!entries) {
+      entries = new Set();
+      this.due.set(key, entries);
+      pushHeap(this.heap, key);
+    }
+    entries.add(entry);
+    if (this.armedFor === undefined || key < this.armedFor) this.arm();
+    return { cancel: () => this.cancel(key, entry) };
+  }
+
+  /** How many entries wait. */
+  get size(): number {
+    let size = 0;
+    for (const entries of this.due.values()) size += entries.size;
+    return size;
+  }
+
+  /**
+   * The time by the clock, or the last key the timer fired for when the clock is behind it (the
+   * timer's and the clock's milliseconds need not tick together; under fake timers the clock may
+   * not move at all).
+   */
+  private current(): number {
+    return Math.max(this.now(), this.firedThrough);
+  }
+
+  private cancel(key: number, entry: Entry): void {
+    if (entry.done) return;
+    entry.done = true;
+    const entries = this.due.get(key);
+    if (!entries?.delete(entry) || entries.size > 0) return;
+    this.due.delete(key);
+    // no timer may keep the process waiting for an entry that no longer exists
+    if (this.armedFor === key) this.arm();
+  }
+
+  /** Arms the one timer for the earliest key that still has entries, or clears it when none has. */
+  private arm(): void {
+    while (this.heap.length > 0 && !this.due.has(this.heap[0] as number)) popHeap(this.heap);
+    const next = this.heap[0];
+    if (next === this.armedFor) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = next;
+    if (next === undefined) return;
+    this.timer = setTimeout(() => this.fireDue(), Math.max(0, next - this.current()));
+  }
+
+  /** Fires every due entry, then runs what they handed back, then re-arms. */
+  private fireDue(): void {
+    if (this.armedFor !== undefined) this.firedThrough = Math.max(this.firedThrough, this.armedFor);
+    this.timer = undefined;
+    this.armedFor = undefined;
+    const now = this.current();
+    const firing: Entry[] = [];
+    while (this.heap.length > 0 && (this.heap[0] as number) <= now) {
+      const key = popHeap(this.heap) as number;
+      const entries = this.due.get(key);
+      if (!entries) continue;
+      this.due.delete(key);
+      for (const entry of entries) firing.push(entry);
+    }
+    for (const entry of firing) {
+      // an entry cancelled by another's callback (two of one call, say) stays silent
+      if (entry.done) continue;
+      entry.done = true;
+      const followUp = guarded(entry.callback);
+      if (followUp) this.followUps.push(followUp);
+    }
+    this.arm();
+    this.runFollowUps();
+  }
+
+  /**
+   * Runs follow-ups for up to FOLLOW_UP_SLICE_MS; what is left runs in the event loop's check phase,
+   * after the timers due meanwhile have fired. A lone deadline's follow-up thus runs at once, and a
+   * burst's work cannot hold up the deadlines that fall due while it is done.
+   */
+  private runFollowUps(): void {
+    const startedAt = this.clockMs();
+    while (this.nextFollowUp < this.followUps.length) {
+      guarded(this.followUps[this.nextFollowUp++] as () => void);
+      if (this.clockMs() - startedAt >= FOLLOW_UP_SLICE_MS) break;
+    }
+    if (this.nextFollowUp < this.followUps.length) {
+      if (!this.followUpsScheduled) {
+        this.followUpsScheduled = true;
+        setImmediate(() => {
+          this.followUpsScheduled = false;
+          this.runFollowUps();
+        });
+      }
+      return;
+    }
+    this.followUps.length = 0;
+    this.nextFollowUp = 0;
+  }
+}
+
+/**
+ * Runs `run`; an exception is reported as uncaught, as a throwing timer callback's would be, without
+ * keeping the other entries from running.
+ */
+function guarded<T>(run: () => T): T | undefined {
+  try {
+    return run();
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error;
+    });
+    return undefined;
+  }
+}
+
+function pushHeap(heap: number[], key: number): void {
+  let index = heap.push(key) - 1;
+  while (index > 0) {
+    const parent = (index - 1) >> 1;
+    if ((heap[parent] as number) <= key) break;
+    heap[index] = heap[parent] as number;
+    index = parent;
+  }
+  heap[index] = key;
+}
+
+function popHeap(heap: number[]): number | undefined {
+  const top = heap[0];
+  const last = heap.pop();
+  if (heap.length === 0 || last === undefined) return top;
+  let index = 0;
+  for (;;) {
+    const left = 2 * index + 1;
+    if (left >= heap.length) break;
+    const right = left + 1;
+    const child = right < heap.length && (heap[right] as number) < (heap[left] as number) ? right : left;
+    if ((heap[child] as number) >= last) break;
+    heap[index] = heap[child] as number;
+    index = child;
+  }
+  heap[index] = last;
+  return top;
+}
