@@ -15,6 +15,7 @@ import {
   timeoutResult,
   TOOL_CANCELLED_RESULT,
 } from "./results.js";
+import type { CallCancellation } from "./call-cancellation.js";
 import type { DeadlineTimers, ScheduledTimer } from "./deadline-timers.js";
 import { cutLink, linkedContext, startTool, type ToolLink } from "./tool-link.js";
 import type {
@@ -33,8 +34,8 @@ export const ZOMBIE_GRACE_MS = 1_000;
 export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "heartbeat" | "services"> & {
   signal: AbortSignal;
   services?: ToolServices;
-  /** A per-call signal (cancel one tool); its abort cancels only that call. */
-  callSignal?: (callId: string) => AbortSignal | undefined;
+  /** Where single calls are cancelled (cancel one tool); a cancel ends only that call. */
+  cancellation?: CallCancellation;
   /**
    * The turn's agent's tool rules (docs/semantics.md#agents), which the runner enforces; none: every tool.
    */
@@ -52,7 +53,6 @@ export type CallRun = {
   input: unknown;
   limits: { timeoutMs: number; idleTimeoutMs: number };
   scope: CallScope;
-  callSignal: AbortSignal | undefined;
   hooks: ToolCallHooks;
   startedAt: number;
 };
@@ -72,7 +72,8 @@ export type CallDecision = DistributiveOmit<Decision, "callId" | "toolName">;
 
 /** One attempt under the call's deadlines; settles at the first of completion, expiry or cancel. */
 export function runAttempt(run: CallRun, options: AttemptOptions): Promise<AttemptResult> {
-  const { call, tool, scope, hooks, callSignal } = run;
+  const { call, tool, scope, hooks } = run;
+  const { cancellation } = scope;
   const { timeoutMs, idleTimeoutMs } = run.limits;
   const record = (decision: CallDecision) =>
     options.recorder.record(scope.turnId, {
@@ -89,6 +90,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
     let totalTimer: ScheduledTimer | undefined;
     let idleTimer: ScheduledTimer | undefined;
     let progressTimer: ScheduledTimer | undefined;
+    let stopListening = () => {};
 
     /** Ends the attempt's timers and listeners; true for the first caller only. */
     const claim = (): boolean => {
@@ -98,7 +100,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       idleTimer?.cancel();
       progressTimer?.cancel();
       scope.signal.removeEventListener("abort", onCancel);
-      callSignal?.removeEventListener("abort", onCancel);
+      stopListening();
       return true;
     };
     /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
@@ -143,15 +145,15 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       });
     };
     const onCancel = () => {
-      const reason = callSignal?.aborted && !scope.signal.aborted ? callSignal.reason : scope.signal.reason;
-      controller.abort(reason);
-      settle(cancelledOutcome(scope.signal, callSignal));
+      const byCall = !scope.signal.aborted && cancellation?.isCancelled(call.callId) === true;
+      controller.abort(byCall ? cancellation?.reasonOf(call.callId) : scope.signal.reason);
+      settle(cancelledOutcome(scope.signal, byCall));
     };
 
     scope.signal.addEventListener("abort", onCancel, { once: true });
-    callSignal?.addEventListener("abort", onCancel, { once: true });
+    if (cancellation) stopListening = cancellation.onCancel(call.callId, onCancel);
     // aborted before the listeners were in place (e.g. by whoever observed tool_start): same outcome
-    if (scope.signal.aborted || callSignal?.aborted) {
+    if (scope.signal.aborted || cancellation?.isCancelled(call.callId)) {
       onCancel();
       return;
     }
@@ -220,11 +222,8 @@ function zombieBookkeeping(
 }
 
 /** The result of a call cancelled by its turn (the reason's wording) or by itself alone. */
-export function cancelledOutcome(
-  turnSignal: AbortSignal,
-  callSignal: AbortSignal | undefined,
-): PartialOutcome {
-  if (callSignal?.aborted && !turnSignal.aborted) {
+export function cancelledOutcome(turnSignal: AbortSignal, callCancelled: boolean): PartialOutcome {
+  if (callCancelled && !turnSignal.aborted) {
     return { status: "cancelled", isError: true, result: TOOL_CANCELLED_RESULT };
   }
   return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(turnSignal)) };

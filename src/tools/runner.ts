@@ -90,7 +90,7 @@ export class ToolRunner {
     const tool = this.allowedTool(call.name, scope);
     const resolved = resolveCall(tool, call.input, this.limitSettings(scope));
     for (const warning of resolved.warnings) this.warn(`${call.name} (${call.callId}): ${warning}`);
-    const callSignal = scope.callSignal?.(call.callId);
+    const callCancelled = () => scope.cancellation?.isCancelled(call.callId) === true;
     const finish = (outcome: PartialOutcome, attempts: number): ToolOutcome => ({
       ...outcome,
       durationMs: this.now() - startedAt,
@@ -98,8 +98,8 @@ export class ToolRunner {
     });
 
     // a call cancelled before it started has no tool_start (its turn or deadline closed it already)
-    if (scope.signal.aborted || callSignal?.aborted) {
-      return finish(cancelledOutcome(scope.signal, callSignal), 0);
+    if (scope.signal.aborted || callCancelled()) {
+      return finish(cancelledOutcome(scope.signal, callCancelled()), 0);
     }
     hooks.onStart?.(call, resolved.limits);
     if (!tool) {
@@ -131,7 +131,6 @@ export class ToolRunner {
       input: parsed.data,
       limits: resolved.limits,
       scope,
-      callSignal,
       hooks,
       startedAt,
     };
@@ -230,8 +229,9 @@ export class ToolRunner {
         error: message,
         classification,
       });
-      if (!(await abortableDelay(decision.delayMs, [scope.signal, run.callSignal]))) {
-        return { outcome: cancelledOutcome(scope.signal, run.callSignal), attempts };
+      const callSignal = scope.cancellation?.signal(call.callId);
+      if (!(await abortableDelay(decision.delayMs, [scope.signal, callSignal]))) {
+        return { outcome: cancelledOutcome(scope.signal, callSignal?.aborted === true), attempts };
       }
     }
   }

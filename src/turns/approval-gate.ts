@@ -44,7 +44,7 @@ export function approvalGate(options: {
     const tool = tools.get(call.name);
     // an unknown tool answers with its own result; there is nothing to approve
     if (!tool || approval.policy(call.name) !== "always") return undefined;
-    const callSignal = scope.callSignal?.(call.callId);
+    const callSignal = scope.cancellation?.signal(call.callId);
     return approval.registry
       .wait({
         turnId,
@@ -70,7 +70,11 @@ export function approvalGate(options: {
                 durationMs: 0,
                 attempts: 0,
               }
-            : { ...cancelledOutcome(scope.signal, callSignal), durationMs: 0, attempts: 0 };
+            : {
+                ...cancelledOutcome(scope.signal, callSignal?.aborted === true),
+                durationMs: 0,
+                attempts: 0,
+              };
         return { outcome };
       });
   };

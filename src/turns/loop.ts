@@ -10,6 +10,7 @@ import type { HistoryStore } from "../history/store.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolPolicy } from "../agents/tool-policy.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import type { CallCancellation } from "../tools/call-cancellation.js";
 import type { ToolScheduler } from "../tools/scheduler.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome, ToolServices } from "../tools/types.js";
 import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
@@ -97,8 +98,8 @@ export type LoopTurn = {
    * deadline passes, after which the loop makes one final inference under `signal` alone.
    */
   workSignal?: AbortSignal;
-  /** One controller per call of the running batch, so a single call can be cancelled. */
-  callControllers?: Map<string, AbortController>;
+  /** Where a single call of the running batch is cancelled. */
+  cancellation?: CallCancellation;
   services?: ToolServices;
   /** Asks the owner of the turn to abort it (the loop never ends a turn itself). */
   requestAbort?: (reason: AbortReason) => void;
@@ -174,7 +175,8 @@ export class ToolCallingLoop {
         calls: calls.map((call) => ({ toolId: call.callId, toolName: call.name, input: call.input })),
       });
       if (turn.signal.aborted) return result("aborted", step + 1);
-      for (const call of calls) turn.callControllers?.set(call.callId, new AbortController());
+      const callIds = calls.map((call) => call.callId);
+      turn.cancellation?.openCalls(callIds);
       const edits = new Map<string, Record<string, unknown>>();
       const gate = turn.approval
         ? approvalGate({
@@ -198,14 +200,14 @@ export class ToolCallingLoop {
             depth: turn.depth ?? 0,
             signal: work,
             services: turn.services,
-            callSignal: (callId) => turn.callControllers?.get(callId)?.signal,
+            cancellation: turn.cancellation,
             toolPolicy: turn.agent?.tools,
           },
           this.hooksFor(turn, warnings, edits),
           gate,
         )
         .finally(() => {
-          for (const call of calls) turn.callControllers?.delete(call.callId);
+          turn.cancellation?.closeCalls(callIds);
         });
       this.snap(turn, "post_tools", step, toolCallCount, calls, outcomes);
       if (turn.signal.aborted) return result("aborted", step + 1);

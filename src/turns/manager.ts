@@ -279,14 +279,12 @@ export class TurnManager {
    */
   abortTool(turnId: string, toolId: string): boolean {
     const run = this.turns.get(turnId);
-    const controller = run?.callControllers.get(toolId);
-    if (!run || run.finished || !controller || controller.signal.aborted) return false;
+    if (!run || run.finished || !run.cancellation.isOpen(toolId)) return false;
     // a call that already has its result is not cancellable
     if (this.deps.store.openCalls(turnId).every((call) => call.callId !== toolId)) return false;
     const toolName = run.runningCalls.get(toolId)?.toolName ?? this.approvals.toolNameOf(toolId) ?? "?";
     this.record(run, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
-    controller.abort(new TurnAbortedError("user"));
-    return true;
+    return run.cancellation.cancel(toolId, new TurnAbortedError("user"));
   }
 
   /**
@@ -470,7 +468,7 @@ export class TurnManager {
       workSignal: run.workSignal,
       emit,
       runningTools: run.runningCalls,
-      callControllers: run.callControllers,
+      cancellation: run.cancellation,
       depth: run.depth,
       allowedRoots: settings.allowedRoots,
       workspace: settings.workspace,

@@ -8,6 +8,7 @@ import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { TurnAbortedError, type AbortReason } from "../errors.js";
 import type { ModelEngine } from "../providers/engine.js";
+import { CallCancellation } from "../tools/call-cancellation.js";
 import type { TurnEventBus } from "./event-bus.js";
 
 export type RunningCall = { toolName: string; startedAt: number; attempts: number };
@@ -100,8 +101,8 @@ export class TurnRun {
   stepMode: boolean;
   /** Calls running now, for `/api/turns/active` and for the results of an abort. */
   readonly runningCalls = new Map<string, RunningCall>();
-  /** One per call of the running batch, for cancelling a single tool. */
-  readonly callControllers = new Map<string, AbortController>();
+  /** The running batch's calls, each cancellable alone. */
+  readonly cancellation = new CallCancellation();
   readonly childTurnIds = new Set<string>();
   /** Settles to the outcome once the loop has returned and the terminal event is delivered. */
   readonly done: Promise<TurnRunOutcome>;

@@ -134,7 +134,15 @@ describe("a burst of deadlines in the runner", () => {
       defaults: { timeoutMs: 1_000, idleTimeoutMs: 0 },
     });
     const signal = new AbortController().signal;
-    const scope = { turnId: "t", sessionId: "s", agentId: "a", allowedRoots: [], depth: 0, signal };
+    const scope = {
+      turnId: "t",
+      sessionId: "s",
+      agentId: "a",
+      workspace: undefined,
+      allowedRoots: [],
+      depth: 0,
+      signal,
+    };
     const order: string[] = [];
     const runs = Array.from({ length: 20 }, (_, index) =>
       runner

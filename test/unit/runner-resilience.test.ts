@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { TurnAbortedError } from "../../src/errors.js";
 import type { Decision, DecisionRecorder } from "../../src/observability/decision.js";
+import { CallCancellation } from "../../src/tools/call-cancellation.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 import {
   BreakerRegistry,
@@ -110,7 +111,7 @@ function call(name: string, input: Record<string, unknown> = {}): ToolCallReques
   return { callId: `call_${callCounter}`, name, input };
 }
 
-function scope(signal: AbortSignal, callSignals: Map<string, AbortSignal> = new Map()): CallScope {
+function scope(signal: AbortSignal, cancellation?: CallCancellation): CallScope {
   return {
     turnId: "turn_1",
     sessionId: "session_1",
@@ -119,8 +120,15 @@ function scope(signal: AbortSignal, callSignals: Map<string, AbortSignal> = new 
     allowedRoots: [],
     depth: 0,
     signal,
-    callSignal: (callId) => callSignals.get(callId),
+    cancellation,
   };
+}
+
+/** A cancellation where `callIds` are open (the running batch's calls). */
+function cancellable(...callIds: string[]): CallCancellation {
+  const cancellation = new CallCancellation();
+  cancellation.openCalls(callIds);
+  return cancellation;
 }
 
 /** Starts a call and exposes its outcome once it has settled. */
@@ -422,18 +430,15 @@ describe("cancellation during backoff", () => {
     const execute = vi.fn<Execute>(() => Promise.reject(connectionReset()));
     const { runner } = makeRunner([makeTool("fetch", execute)]);
     const turn = new AbortController();
-    const callController = new AbortController();
+    const cancellation = new CallCancellation();
     const request = call("fetch");
-    const running = start(
-      runner,
-      request,
-      scope(turn.signal, new Map([[request.callId, callController.signal]])),
-    );
+    cancellation.openCalls([request.callId]);
+    const running = start(runner, request, scope(turn.signal, cancellation));
 
     // Attempts at 0 and 100; the second backoff (200 ms) is under way at 150.
     await vi.advanceTimersByTimeAsync(150);
     expect(execute).toHaveBeenCalledTimes(2);
-    callController.abort();
+    expect(cancellation.cancel(request.callId, new Error("cancelled"))).toBe(true);
     await vi.advanceTimersByTimeAsync(0);
     expect(running.outcome).toMatchObject({
       status: "cancelled",
@@ -443,7 +448,7 @@ describe("cancellation during backoff", () => {
     expect(turn.signal.aborted).toBe(false);
     expect(vi.getTimerCount()).toBe(0);
     expect(getEventListeners(turn.signal, "abort")).toHaveLength(0);
-    expect(getEventListeners(callController.signal, "abort")).toHaveLength(0);
+    expect(getEventListeners(cancellation.signal(request.callId), "abort")).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(execute).toHaveBeenCalledTimes(2);
   });
@@ -752,14 +757,14 @@ describe("per-call cancel", () => {
     const turn = new AbortController();
     const cancelMe = call("work");
     const other = call("work");
-    const callController = new AbortController();
-    const callScope = scope(turn.signal, new Map([[cancelMe.callId, callController.signal]]));
+    const cancellation = cancellable(cancelMe.callId, other.callId);
+    const callScope = scope(turn.signal, cancellation);
     const cancelled = start(runner, cancelMe, callScope);
     const kept = start(runner, other, callScope);
 
     await vi.advanceTimersByTimeAsync(400);
     const reason = new Error("cancel requested");
-    callController.abort(reason);
+    cancellation.cancel(cancelMe.callId, reason);
     await vi.advanceTimersByTimeAsync(0);
 
     expect(cancelled.outcome).toEqual({
@@ -781,19 +786,15 @@ describe("per-call cancel", () => {
     expect(kinds(decisions)).not.toContain("retry");
     expect(vi.getTimerCount()).toBe(0);
     expect(getEventListeners(turn.signal, "abort")).toHaveLength(0);
-    expect(getEventListeners(callController.signal, "abort")).toHaveLength(0);
   });
 
   it("an already-cancelled call never runs and gets the same result", async () => {
     const execute = vi.fn<Execute>(async () => "ran");
     const { runner } = makeRunner([makeTool("work", execute)]);
     const request = call("work");
-    const callController = new AbortController();
-    callController.abort();
-    const outcome = await runner.run(
-      request,
-      scope(new AbortController().signal, new Map([[request.callId, callController.signal]])),
-    );
+    const cancellation = cancellable(request.callId);
+    cancellation.cancel(request.callId, new Error("cancelled"));
+    const outcome = await runner.run(request, scope(new AbortController().signal, cancellation));
     expect(outcome).toEqual({
       status: "cancelled",
       isError: true,
@@ -813,15 +814,11 @@ describe("per-call cancel", () => {
     ]);
     const request = call("work");
     const turn = new AbortController();
-    const callController = new AbortController();
-    const running = start(
-      runner,
-      request,
-      scope(turn.signal, new Map([[request.callId, callController.signal]])),
-    );
+    const cancellation = cancellable(request.callId);
+    const running = start(runner, request, scope(turn.signal, cancellation));
     await vi.advanceTimersByTimeAsync(10);
     turn.abort(new TurnAbortedError("shutdown"));
-    callController.abort();
+    expect(cancellation.cancel(request.callId, new Error("cancelled"))).toBe(true);
     await vi.advanceTimersByTimeAsync(0);
     expect(running.outcome?.result).toBe("[CANCELLED] Turn aborted: the server is shutting down.");
   });
@@ -879,15 +876,12 @@ describe("zombies", () => {
     const { runner } = makeRunner([makeTool("stubborn", resolveAfter(5000, "late"))]);
     const onZombie = vi.fn();
     const request = call("stubborn");
-    const callController = new AbortController();
-    const running = start(
-      runner,
-      request,
-      scope(new AbortController().signal, new Map([[request.callId, callController.signal]])),
-      { onZombie },
-    );
+    const cancellation = cancellable(request.callId);
+    const running = start(runner, request, scope(new AbortController().signal, cancellation), {
+      onZombie,
+    });
     await vi.advanceTimersByTimeAsync(500);
-    callController.abort();
+    expect(cancellation.cancel(request.callId, new Error("cancelled"))).toBe(true);
     await vi.advanceTimersByTimeAsync(0);
     expect(running.outcome?.result).toBe(TOOL_CANCELLED_RESULT);
     await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS - 1);
