@@ -56,7 +56,9 @@ function start(): void {
     throw error;
   }
   const { config, warnings, source } = loaded;
-  const logger = pino({ level: config.logLevel });
+  // Lines are written to stdout asynchronously (pino flushes what is left synchronously on exit): a
+  // synchronous write per line would stall the event loop — a turn's events, an abort — on the pipe.
+  const logger = pino({ level: config.logLevel }, pino.destination({ sync: false }));
   for (const warning of warnings) logger.warn({ config: source }, warning);
 
   let runtime;

@@ -14,6 +14,7 @@ import { newestUserText } from "./chat-schemas.js";
 import { HttpError } from "./http-error.js";
 import { chatRoute, chatStopRoute, chatStreamRoute } from "./route-definitions.js";
 import type { ApiEnv } from "./routes.js";
+import { nodeResponseOf } from "./sse.js";
 import type { StreamRelease } from "./stream-limits.js";
 import { uiMessageResponse } from "./ui-message-response.js";
 import { validationHook } from "./validation.js";
@@ -63,7 +64,7 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
       model: body.model,
       principal,
     });
-    return uiMessageResponse(streamDeps, turnId, release);
+    return uiMessageResponse(streamDeps, turnId, release, nodeResponseOf(context));
   });
 
   chat.openapi(chatStreamRoute, (context) => {
@@ -72,7 +73,7 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     ownChat(principal, id);
     const turnId = manager.runningTurnIdOf(id);
     if (turnId === undefined) return context.body(null, 204);
-    return uiMessageResponse(streamDeps, turnId, deps.acquireStream(principal));
+    return uiMessageResponse(streamDeps, turnId, deps.acquireStream(principal), nodeResponseOf(context));
   });
 
   chat.openapi(chatStopRoute, (context) => {

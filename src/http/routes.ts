@@ -40,6 +40,7 @@ import { renderProviderRequest } from "../history/render/index.js";
 import { StreamLimits } from "./stream-limits.js";
 import { chatRoutes } from "./chat-routes.js";
 import type { StreamTokens } from "./stream-tokens.js";
+import { nodeResponseOf } from "./sse.js";
 import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
 import { encodeSessionCursor } from "./schemas.js";
@@ -135,7 +136,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const principal = context.get("principal");
     if (body.sessionId !== undefined) ownSession(principal, body.sessionId);
     const { turnId, release } = startStreamedTurn({ ...body, principal });
-    return streamTurnEvents(streamDeps, turnId, 0, release);
+    return streamTurnEvents(streamDeps, turnId, 0, release, nodeResponseOf(context));
   });
 
   /** A session as the sessions routes show it. */
@@ -342,7 +343,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     // before taking a stream's place: a client that has it all must not be refused for the limit
     if (hasEverything(streamDeps, id, afterSeq)) return context.body(null, 204);
     const release = acquireStream(principal);
-    return streamTurnEvents(streamDeps, id, afterSeq, release);
+    return streamTurnEvents(streamDeps, id, afterSeq, release, nodeResponseOf(context));
   });
 
   api.openapi(streamTokenRoute, (context) => {

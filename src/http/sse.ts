@@ -4,7 +4,15 @@
  * lines, with a `ping` after every `pingIntervalMs` of silence (re-armed on each write, so an active
  * stream sends none). `onClose` runs once, whether we end the stream, the client goes away, or
  * `open` throws (then no stream is returned).
+ *
+ * Served by @hono/node-server, the frames skip the Response's body stream once the response's head is
+ * out: they are written straight to the Node response, so an event leaves with the tick that sent it
+ * (the stream's pump would write it only after everything else that tick does, a turn's end included),
+ * and closing ends the response at once, which flushes the last frames.
  */
+import type { HttpBindings } from "@hono/node-server";
+import type { Context } from "hono";
+import type { ServerResponse } from "node:http";
 import type { TurnEvent } from "../events.js";
 
 export const SSE_HEADERS = {
@@ -38,7 +46,17 @@ export type SseOptions = {
   onClose(): void;
   /** Another wire format on the same writer: its headers, first frame and keep-alive frame. */
   format?: { headers: Record<string, string>; preamble: string; ping: () => string };
+  /** The Node response this Response will be written to, when there is one (`nodeResponseOf`). */
+  nodeResponse?: NodeResponse;
 };
+
+/** What the writer uses of the Node response @hono/node-server writes a Response to. */
+export type NodeResponse = Pick<ServerResponse, "headersSent" | "write" | "end">;
+
+/** The Node response behind `context`: there is one when @hono/node-server serves it, none in-process. */
+export function nodeResponseOf(context: Context): NodeResponse | undefined {
+  return (context.env as Partial<HttpBindings> | undefined)?.outgoing;
+}
 
 /** Formats one turn event as an SSE frame. */
 export function formatEvent(event: TurnEvent): string {
@@ -60,6 +78,8 @@ export function sseResponse(options: SseOptions): Response {
   let pingTimer: NodeJS.Timeout | undefined;
   let closed = false;
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** Set once the Node response's head is out: from then on frames are written to it directly. */
+  let direct: NodeResponse | undefined;
 
   const end = () => {
     if (closed) return;
@@ -68,8 +88,10 @@ export function sseResponse(options: SseOptions): Response {
     options.onClose();
   };
   const write = (text: string) => {
-    if (closed || !controllerRef) return;
-    controllerRef.enqueue(encoder.encode(text));
+    if (closed) return;
+    if (direct) direct.write(text);
+    else if (controllerRef) controllerRef.enqueue(encoder.encode(text));
+    else return;
     armPing();
   };
   const ping = options.format?.ping ?? (() => formatPing(now()));
@@ -82,31 +104,45 @@ export function sseResponse(options: SseOptions): Response {
     write,
     close: () => {
       if (closed) return;
-      const controller = controllerRef;
       end();
-      controller?.close();
+      // ending the Node response uncorks its socket: the last frames leave now, not after this tick's other work
+      direct?.end();
+      controllerRef?.close();
     },
     get closed() {
       return closed;
     },
   };
 
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controllerRef = controller;
-      const preamble = options.format?.preamble ?? formatRetry(SSE_RETRY_MS);
-      if (preamble !== "") write(preamble);
-      try {
-        options.open(writer);
-      } catch (error) {
-        // no stream after all: the ping timer and whatever `onClose` releases must not outlive it
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        controllerRef = controller;
+        const preamble = options.format?.preamble ?? formatRetry(SSE_RETRY_MS);
+        if (preamble !== "") write(preamble);
+        try {
+          options.open(writer);
+        } catch (error) {
+          // no stream after all: the ping timer and whatever `onClose` releases must not outlive it
+          end();
+          throw error;
+        }
+      },
+      /**
+       * The server reads and the stream has nothing queued: every frame enqueued so far has been handed
+       * to the Node response. Once that response's head is out, later frames go to it directly.
+       */
+      pull() {
+        if (options.nodeResponse?.headersSent) direct = options.nodeResponse;
+      },
+      cancel() {
         end();
-        throw error;
-      }
+      },
     },
-    cancel() {
-      end();
+    {
+      // no read ahead: `pull` runs only when the server is waiting for a frame
+      highWaterMark: 0,
     },
-  });
+  );
   return new Response(body, { status: 200, headers: options.format?.headers ?? SSE_HEADERS });
 }

@@ -10,7 +10,7 @@ import { isTerminalEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
 import { HttpError } from "./http-error.js";
-import { sseResponse } from "./sse.js";
+import { sseResponse, type NodeResponse } from "./sse.js";
 
 export type TurnStreamDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
 
@@ -25,12 +25,16 @@ export function hasEverything(deps: TurnStreamDeps, turnId: string, afterSeq: nu
   return afterSeq >= deps.store.lastEventSeq(turnId);
 }
 
-/** Returns an SSE response for `turnId`; a 404 HttpError when no such turn exists. */
+/**
+ * Returns an SSE response for `turnId`; a 404 HttpError when no such turn exists. `nodeResponse` is the
+ * Node response it will be written to, if any (`nodeResponseOf`).
+ */
 export function streamTurnEvents(
   deps: TurnStreamDeps,
   turnId: string,
   afterSeq: number,
-  onClose: () => void = () => {},
+  onClose: () => void,
+  nodeResponse?: NodeResponse,
 ): Response {
   const active = deps.manager.get(turnId);
   if (!active && !deps.store.getTurn(turnId)) {
@@ -41,6 +45,7 @@ export function streamTurnEvents(
   let dispose = () => {};
   return sseResponse({
     pingIntervalMs: deps.pingIntervalMs,
+    nodeResponse,
     onClose: () => {
       dispose();
       onClose();

@@ -10,7 +10,7 @@
 import { isTerminalEvent, type TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
-import { sseResponse } from "./sse.js";
+import { sseResponse, type NodeResponse } from "./sse.js";
 import { DONE_FRAME, formatChunk, UI_MESSAGE_STREAM_HEADERS, UiMessageMapper } from "./ui-message-stream.js";
 
 export type UiMessageResponseDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
@@ -18,11 +18,15 @@ export type UiMessageResponseDeps = { manager: TurnManager; store: HistoryStore;
 /** The SSE comment sent after `pingIntervalMs` of silence. */
 const PING_FRAME = ": ping\n\n";
 
-/** Streams the running turn `turnId` from its first event; `onClose` runs once when the stream ends. */
+/**
+ * Streams the running turn `turnId` from its first event; `onClose` runs once when the stream ends.
+ * `nodeResponse` is the Node response it will be written to, if any (`nodeResponseOf`).
+ */
 export function uiMessageResponse(
   deps: UiMessageResponseDeps,
   turnId: string,
   onClose: () => void,
+  nodeResponse?: NodeResponse,
 ): Response {
   const run = deps.manager.get(turnId);
   if (!run) {
@@ -34,6 +38,7 @@ export function uiMessageResponse(
   return sseResponse({
     pingIntervalMs: deps.pingIntervalMs,
     format: { headers: UI_MESSAGE_STREAM_HEADERS, preamble: "", ping: () => PING_FRAME },
+    nodeResponse,
     onClose: () => {
       dispose();
       onClose();

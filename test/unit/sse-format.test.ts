@@ -11,6 +11,7 @@ import {
   formatPing,
   formatRetry,
   sseResponse,
+  type NodeResponse,
   type SseWriter,
 } from "../../src/http/sse.js";
 
@@ -56,7 +57,7 @@ describe("formatEvent / formatPing / formatRetry", () => {
 });
 
 /** Opens an SSE response and reads it chunk by chunk, recording what arrived. */
-function openStream() {
+function openStream(nodeResponse?: NodeResponse) {
   let writer: SseWriter | undefined;
   let closes = 0;
   const response = sseResponse({
@@ -64,6 +65,7 @@ function openStream() {
     now: () => Date.now(),
     open: (opened) => (writer = opened),
     onClose: () => closes++,
+    nodeResponse,
   });
   if (!response.body) throw new Error("no body");
   const reader = response.body.getReader();
@@ -182,5 +184,85 @@ describe("sseResponse", () => {
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(10 * PING_INTERVAL_MS);
     expect(chunks).toEqual([RETRY_FIELD, formatEvent(textDelta(1, "a"))]);
+  });
+});
+
+/** A Node response as @hono/node-server hands it over: what is written to it directly, and whether it ended. */
+function fakeNodeResponse(headersSent: boolean) {
+  const written: string[] = [];
+  let ends = 0;
+  const response = {
+    headersSent,
+    write: (chunk: string) => {
+      written.push(chunk);
+      return true;
+    },
+    end: () => {
+      ends++;
+      return response;
+    },
+  };
+  return { response: response as unknown as NodeResponse, written, ends: () => ends };
+}
+
+describe("sseResponse served by Node", () => {
+  it("writes frames straight to the Node response once the server reads with its head out", async () => {
+    const node = fakeNodeResponse(true);
+    const { writer, chunks, pump, ended, closes } = openStream(node.response);
+    writer.send(textDelta(1, "a"));
+    // what was sent before the server first read goes through the body stream, in order
+    await vi.waitFor(() => expect(chunks).toEqual([RETRY_FIELD, formatEvent(textDelta(1, "a"))]));
+    writer.send(textDelta(2, "b"));
+    writer.send(textDelta(3, "c"));
+    // written in the same tick, with no hop through the stream
+    expect(node.written).toEqual([formatEvent(textDelta(2, "b")), formatEvent(textDelta(3, "c"))]);
+    writer.close();
+    expect(node.ends()).toBe(1);
+    await pump;
+    expect(ended()).toBe(true);
+    expect(closes()).toBe(1);
+    expect(chunks).toHaveLength(2);
+    writer.send(textDelta(4, "late"));
+    expect(node.written).toHaveLength(2);
+  });
+
+  it("keeps to the body stream while the Node response's head is not out", async () => {
+    const node = fakeNodeResponse(false);
+    const { writer, chunks, pump } = openStream(node.response);
+    await vi.waitFor(() => expect(chunks).toEqual([RETRY_FIELD]));
+    writer.send(textDelta(1, "a"));
+    writer.close();
+    await pump;
+    expect(chunks.join("")).toBe(RETRY_FIELD + formatEvent(textDelta(1, "a")));
+    expect(node.written).toEqual([]);
+    expect(node.ends()).toBe(0);
+  });
+
+  it("sends pings to the Node response after silence, and none once closed", async () => {
+    vi.useFakeTimers({ now: 0 });
+    try {
+      const node = fakeNodeResponse(true);
+      const { writer, chunks } = openStream(node.response);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(chunks).toEqual([RETRY_FIELD]);
+      await vi.advanceTimersByTimeAsync(PING_INTERVAL_MS);
+      expect(node.written).toEqual([formatPing(PING_INTERVAL_MS)]);
+      writer.close();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("runs onClose once when the server cancels (the client went away)", async () => {
+    const node = fakeNodeResponse(true);
+    const { writer, reader, closes, chunks } = openStream(node.response);
+    await vi.waitFor(() => expect(chunks).toEqual([RETRY_FIELD]));
+    writer.send(textDelta(1, "a"));
+    await reader.cancel();
+    expect(closes()).toBe(1);
+    expect(writer.closed).toBe(true);
+    writer.send(textDelta(2, "late"));
+    expect(node.written).toEqual([formatEvent(textDelta(1, "a"))]);
   });
 });
