@@ -45,12 +45,16 @@ export type AgentRegistryDeps = {
   toolOverrides: Readonly<Record<string, ToolOverride>>;
 };
 
+/** Tool names whose answer one policy keeps (a registry has far fewer tools). */
+const MAX_REMEMBERED_TOOL_NAMES = 1_024;
+
 export class AgentRegistry {
   readonly defaultAgentId: string;
   /** Whether the configuration declares agents (else only the built-in one exists). */
   readonly configured: boolean;
   private readonly agents = new Map<string, ResolvedAgent>();
-  private readonly mergedOverrides = new Map<string, Record<string, ToolOverride>>();
+  /** Tool rules by agent and provider. */
+  private readonly policies = new Map<string, ToolPolicy>();
 
   constructor(
     agents: Readonly<Record<string, AgentConfig>>,
@@ -93,16 +97,31 @@ export class AgentRegistry {
     return agent.provider ?? this.deps.defaultProvider;
   }
 
-  /** The tool rules of one turn of `agent` on `provider`. */
+  /**
+   * The tool rules of the turns of `agent` on `provider`: made once per agent and provider, and each
+   * tool's answer worked out once (it depends on the agent's patterns, the name and the provider only).
+   */
   toolPolicy(agent: ResolvedAgent, provider: string): ToolPolicy {
-    // built-in agents under other names share the built-in's (empty) limits: cached under its id
-    const key = this.agents.has(agent.id) ? agent.id : BUILTIN_AGENT_ID;
-    let toolOverrides = this.mergedOverrides.get(key);
-    if (!toolOverrides) {
-      toolOverrides = mergeToolOverrides(this.deps.toolOverrides, agent.limits.tools);
-      this.mergedOverrides.set(key, toolOverrides);
-    }
-    return { allowsTool: (toolName) => agentAllowsTool(agent.tools, toolName, provider), toolOverrides };
+    // built-in agents under other names share the built-in's rules: cached under its id
+    const key = `${this.agents.has(agent.id) ? agent.id : BUILTIN_AGENT_ID}\u0000${provider}`;
+    const cached = this.policies.get(key);
+    if (cached) return cached;
+    const toolOverrides = mergeToolOverrides(this.deps.toolOverrides, agent.limits.tools);
+    const allowed = new Map<string, boolean>();
+    const policy: ToolPolicy = {
+      allowsTool: (toolName) => {
+        let allows = allowed.get(toolName);
+        if (allows === undefined) {
+          allows = agentAllowsTool(agent.tools, toolName, provider);
+          // names a model makes up are answered, not kept
+          if (allowed.size < MAX_REMEMBERED_TOOL_NAMES) allowed.set(toolName, allows);
+        }
+        return allows;
+      },
+      toolOverrides,
+    };
+    this.policies.set(key, policy);
+    return policy;
   }
 
   /** Every agent as `GET /api/agents` shows it, tools resolved against the registry now. */
