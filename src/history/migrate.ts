@@ -1,6 +1,11 @@
 /**
  * Numbered SQL migrations (`migrations/NNN_name.sql`), applied in order at start-up inside one
  * transaction each and recorded in `schema_migrations`, so a database only ever moves forward.
+ *
+ * A migration runs with foreign-key enforcement off, so it can rebuild a table other tables refer to
+ * (create the new table, copy, drop the old one, rename: SQLite's own recipe for a change ALTER TABLE
+ * cannot make), and every foreign key is checked before it commits: one that points nowhere rolls the
+ * migration back.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -30,14 +35,28 @@ export function migrate(db: Database, migrations = readMigrations()): string[] {
   };
   const current = row.version ?? 0;
   const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-  const applied: string[] = [];
-  for (const migration of migrations) {
-    if (migration.version <= current) continue;
-    db.transaction(() => {
-      db.exec(migration.sql);
-      record.run(migration.version, migration.name, Date.now());
-    })();
-    applied.push(migration.name);
+  const pending = migrations.filter((migration) => migration.version > current);
+  if (pending.length === 0) return [];
+  // the pragma cannot change inside a transaction, so it is switched around them
+  const enforced = db.pragma("foreign_keys", { simple: true }) === 1;
+  db.pragma("foreign_keys = OFF");
+  try {
+    for (const migration of pending) {
+      db.transaction(() => {
+        db.exec(migration.sql);
+        const broken = db.pragma("foreign_key_check") as { table: string; parent: string }[];
+        if (broken.length > 0) {
+          const first = broken[0] as { table: string; parent: string };
+          throw new Error(
+            `Migration ${migration.name} leaves ${broken.length} rows whose foreign key points nowhere ` +
+              `(the first in ${first.table}, to ${first.parent})`,
+          );
+        }
+        record.run(migration.version, migration.name, Date.now());
+      })();
+    }
+  } finally {
+    if (enforced) db.pragma("foreign_keys = ON");
   }
-  return applied;
+  return pending.map((migration) => migration.name);
 }

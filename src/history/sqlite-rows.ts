@@ -130,6 +130,8 @@ export type Statements = Record<
   | "insertTurn"
   | "selectTurn"
   | "selectTurns"
+  | "selectSessionTurns"
+  | "selectRunningTurns"
   | "finishTurn"
   | "insertBlock"
   | "selectHistory"
@@ -180,10 +182,16 @@ export function prepareStatements(db: Database): Statements {
        VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
     ),
     selectTurn: prepare(`${SELECT_TURN} WHERE id = ?`),
+    // listTurns: a session's turns (index turns_by_session), the running ones (index turns_running,
+    // which start-up recovery reads), or every turn with the status asked for (a scan)
     selectTurns: prepare(
-      `${SELECT_TURN} WHERE (@status IS NULL OR status = @status)
-         AND (@sessionId IS NULL OR session_id = @sessionId) ORDER BY started_at, rowid`,
+      `${SELECT_TURN} WHERE (@status IS NULL OR status = @status) ORDER BY started_at, rowid`,
     ),
+    selectSessionTurns: prepare(
+      `${SELECT_TURN} WHERE session_id = @sessionId AND (@status IS NULL OR status = @status)
+       ORDER BY started_at, rowid`,
+    ),
+    selectRunningTurns: prepare(`${SELECT_TURN} WHERE status = 'running' ORDER BY started_at, rowid`),
     finishTurn: prepare(
       `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?, input_tokens = ?, output_tokens = ?,
          tool_call_count = (SELECT COUNT(*) FROM history_blocks WHERE turn_id = ? AND kind = 'tool_call')

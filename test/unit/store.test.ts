@@ -105,6 +105,7 @@ describe("SqliteHistoryStore", () => {
       { version: 3, name: "003_session_owner_and_step_mode.sql" },
       { version: 4, name: "004_session_titles_and_usage.sql" },
       { version: 5, name: "005_rejected_results.sql" },
+      { version: 6, name: "006_cheaper_writes.sql" },
     ]);
     startTurn(first);
     first.close();
@@ -116,6 +117,7 @@ describe("SqliteHistoryStore", () => {
       { version: 3, name: "003_session_owner_and_step_mode.sql" },
       { version: 4, name: "004_session_titles_and_usage.sql" },
       { version: 5, name: "005_rejected_results.sql" },
+      { version: 6, name: "006_cheaper_writes.sql" },
     ]);
     expect(migrate(second.db)).toEqual([]);
     expect(summary(second)).toEqual(["0 user: go"]);
@@ -345,6 +347,7 @@ describe("a database built by schema version 1", () => {
       { version: 3 },
       { version: 4 },
       { version: 5 },
+      { version: 6 },
     ]);
     expect(store.getSession("ses_v1")).toEqual({
       id: "ses_v1",
