@@ -1,5 +1,7 @@
 /**
- * The renderer's second pass: one walk over the history that builds provider-neutral messages.
+ * The renderer's second pass: one walk over the history that builds provider-neutral messages. It
+ * reads text and thinking blocks; calls and results it takes from the first pass's records, which
+ * copied what is sent of them, so no call or result block is read twice.
  *
  * An assistant message is a run of thinking, text and tool calls; it ends at a user text, at a
  * result, or when text or thinking follows its calls. When it ends, its tool-results message follows
@@ -12,9 +14,9 @@
  * records a checkpoint. The next render of a longer history starts again from the last checkpoint; the
  * messages before it are final unless the first pass reports a conflict.
  */
-import type { HistoryBlock, ThinkingBlock } from "../model.js";
+import type { HistoryBlock, TextBlock, ThinkingBlock } from "../model.js";
 import { CommittedList } from "./committed-list.js";
-import type { CallBlock, CallRecord, HistoryIndex } from "./pairing.js";
+import { BlockStep, type CallRecord, type HistoryIndex } from "./pairing.js";
 import type { ProviderProfile } from "./profiles.js";
 import type {
   RenderDiagnostics,
@@ -34,26 +36,13 @@ export type AssembleSettings = {
 };
 
 type PositionedThinking = HistoryBlock & ThinkingBlock;
+/** A text or thinking block: the only blocks this pass reads. */
+type ContentBlock = HistoryBlock & (TextBlock | ThinkingBlock);
 type DroppedThinkingReason = RenderDiagnostics["droppedThinking"][number]["reason"];
-type CoercionReason = RenderDiagnostics["coercedInputs"][number]["reason"];
 type OpenMessage = { thinking: PositionedThinking[]; texts: string[]; calls: CallRecord[] };
-
-/** A call's input as sent: the object, its JSON, and what had to be coerced to get there. */
-type SerializedInput = {
-  source: unknown;
-  input: Record<string, unknown>;
-  json: string;
-  coercions: readonly CoercionReason[];
-};
 
 const REASONING_SEPARATOR = "\n\n";
 const USER_TEXT_SEPARATOR = "\n\n";
-
-/**
- * Inputs serialized once per call block object, however often the block is rendered: a block's input
- * does not change after the call is recorded (checked by identity all the same).
- */
-const serializedInputs = new WeakMap<CallBlock, SerializedInput>();
 
 export function isBlank(text: string): boolean {
   // Most texts start with a visible ASCII character: no need to trim those.
@@ -72,9 +61,9 @@ export class Assembler {
   /** The first block the next render walks: every block before it is in committed messages. */
   checkpointBlock = 0;
   private checkpointPlacedUpTo = -1;
-  private checkpointCallBlocks = 0;
-  /** tool_call blocks walked so far (an index into the first pass's `callBlocks`). */
-  private callBlocksSeen = 0;
+  private checkpointCalls = 0;
+  /** Calls walked so far (an index into the first pass's `callOrder`). */
+  private callsSeen = 0;
   /** The assistant message being gathered; its arrays are reused (emptied) once it is emitted. */
   private readonly open: OpenMessage = { thinking: [], texts: [], calls: [] };
   private hasOpen = false;
@@ -101,9 +90,20 @@ export class Assembler {
     this.clearOpen();
     this.hasOpen = false;
     this.resultsPlacedUpTo = this.checkpointPlacedUpTo;
-    this.callBlocksSeen = this.checkpointCallBlocks;
+    this.callsSeen = this.checkpointCalls;
+    const { steps, callOrder } = this.settings.index;
+    const open = this.open;
     for (let index = this.checkpointBlock; index < blocks.length; index++) {
-      this.step(blocks[index]!, index);
+      // Calls and results come from the first pass's records: only text and thinking blocks are read.
+      const step = steps[index];
+      if (step === BlockStep.content) {
+        this.stepContent(blocks[index] as ContentBlock, index);
+      } else if (step === BlockStep.call) {
+        open.calls.push(callOrder[this.callsSeen++]!);
+        this.hasOpen = true;
+      } else if (step === BlockStep.result && open.calls.length > 0) {
+        this.close();
+      }
       if (!this.hasOpen && this.lastRole() !== "user") this.checkpoint(index + 1);
     }
     this.close();
@@ -117,14 +117,14 @@ export class Assembler {
   private checkpoint(blockIndex: number): void {
     this.checkpointBlock = blockIndex;
     this.checkpointPlacedUpTo = this.resultsPlacedUpTo;
-    this.checkpointCallBlocks = this.callBlocksSeen;
+    this.checkpointCalls = this.callsSeen;
     if (this.messages.length > this.messages.committed) {
       this.onCommit(this.messages.committed, this.messages.length);
     }
     for (const list of this.lists) list.commit();
   }
 
-  private step(block: HistoryBlock, index: number): void {
+  private stepContent(block: ContentBlock, index: number): void {
     const open = this.open;
     switch (block.kind) {
       case "text": {
@@ -163,19 +163,6 @@ export class Assembler {
         this.noteIfMoved(block, index);
         open.thinking.push(block);
         this.hasOpen = true;
-        return;
-      }
-      case "tool_call": {
-        // Only the first block of a canonical id is the call; the first pass reported the others.
-        const record = this.settings.index.callBlocks[this.callBlocksSeen++];
-        if (record !== undefined) {
-          open.calls.push(record);
-          this.hasOpen = true;
-        }
-        return;
-      }
-      case "tool_response": {
-        if (open.calls.length > 0) this.close();
         return;
       }
     }
@@ -258,8 +245,7 @@ export class Assembler {
       const record = open.calls[call]!;
       const part = this.toolCallPart(record);
       content[at++] = part;
-      const winner = record.winner;
-      if (winner === undefined) {
+      if (!record.hasResult) {
         results[call] = {
           id: part.id,
           canonicalId: part.canonicalId,
@@ -272,7 +258,7 @@ export class Assembler {
         continue;
       }
       if (record.winnerIndex > placedUpTo) placedUpTo = record.winnerIndex;
-      let text = winner.result;
+      let text = record.winnerResult;
       if (typeof text !== "string" || isBlank(text)) {
         this.emptyResults.push({ callId: part.canonicalId });
         text = EMPTY_RESULT_TEXT;
@@ -282,8 +268,8 @@ export class Assembler {
         canonicalId: part.canonicalId,
         name: part.name,
         content: text,
-        isError: winner.isError === true,
-        status: winner.status,
+        isError: record.winnerIsError,
+        status: record.winnerStatus,
         synthetic: false,
       };
     }
@@ -292,8 +278,7 @@ export class Assembler {
   }
 
   private toolCallPart(record: CallRecord): RenderedToolCallPart {
-    const serialized = serializeInput(record.call!);
-    for (const reason of serialized.coercions) {
+    for (const reason of record.coercions) {
       this.coercedInputs.push({ callId: record.callId, reason });
     }
     return {
@@ -301,39 +286,8 @@ export class Assembler {
       id: record.projectedId,
       canonicalId: record.callId,
       name: record.name,
-      input: serialized.input,
-      arguments: serialized.json,
+      input: record.input!,
+      arguments: record.arguments,
     };
   }
-}
-
-function serializeInput(block: CallBlock): SerializedInput {
-  const memo = serializedInputs.get(block);
-  if (memo !== undefined && memo.source === block.input) return memo;
-  const coercions: CoercionReason[] = [];
-  let input: Record<string, unknown>;
-  if (isPlainObject(block.input)) {
-    input = block.input;
-  } else {
-    coercions.push("not_an_object");
-    input = { value: block.input };
-  }
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(input);
-  } catch {
-    json = undefined;
-  }
-  if (json === undefined) {
-    coercions.push("not_serializable");
-    input = {};
-    json = "{}";
-  }
-  const serialized: SerializedInput = { source: block.input, input, json, coercions };
-  serializedInputs.set(block, serialized);
-  return serialized;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

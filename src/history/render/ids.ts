@@ -87,7 +87,9 @@ export function isWellFormedId(id: string, format: IdFormat): boolean {
  * call of the batch: first every accepted native id of the batch is reserved, then the rest are generated —
  * exactly what one projection of all calls so far would assign, as long as no call of the batch wants
  * an id generated for an earlier call. Then `project` returns false and the projector must not be used
- * again: only a projection from scratch can give those calls their ids.
+ * again: only a projection from scratch can give those calls their ids. The two phases can also be run
+ * apart — `reserveNative` for each call of the batch as it is met, then `generate` — so that a caller
+ * scanning blocks tests each native id while its block is at hand.
  */
 export class IdProjector {
   private readonly pattern: RegExp;
@@ -106,21 +108,50 @@ export class IdProjector {
 
   /** Projects `calls[from..]`, the calls first seen since the previous batch. */
   project(calls: readonly ProjectionTarget[], from = 0): boolean {
+    for (let index = from; index < calls.length; index++) {
+      if (!this.reserveNative(calls[index]!)) return false;
+    }
+    this.generate(calls, from);
+    return true;
+  }
+
+  /**
+   * Phase 1 for one call of the batch, in transcript order: its native id, first come first served.
+   * False when that id was already generated for a call of an earlier batch.
+   */
+  reserveNative(call: ProjectionTarget): boolean {
+    call.idKept = false;
+    if (this.format === "kimi-functions") return true;
+    let native = this.freeNative(call.providerCallId, call);
+    if (native === undefined) native = this.freeNative(call.callId, call);
+    if (native === null) return false;
+    if (native === undefined) {
+      // Drawn now, while the canonical id is at hand; `generate` re-salts it if it is taken.
+      call.projectedId = generateId(call.callId, 0, this.format);
+      return true;
+    }
+    call.projectedId = native;
+    call.idKept = true;
+    this.holders.hold(native, call);
+    this.kept++;
+    return true;
+  }
+
+  /** Phase 2, once every call of the batch `calls[from..]` went through phase 1: the other ids. */
+  generate(calls: readonly ProjectionTarget[], from: number): void {
     if (this.format === "kimi-functions") {
       for (let index = from; index < calls.length; index++) {
         const call = calls[index]!;
         call.projectedId = `functions.${this.sanitize(call.name)}:${this.projectedCount++}`;
-        call.idKept = false;
         this.generated++;
       }
-      return true;
+      return;
     }
-    if (!this.reserveNatives(calls, from)) return false;
     for (let index = from; index < calls.length; index++) {
       const call = calls[index]!;
       if (call.idKept) continue;
       let salt = 0;
-      let id = generateId(call.callId, salt, this.format);
+      let id = call.projectedId;
       while (this.holders.holderOf(id, call) !== undefined) {
         id = generateId(call.callId, ++salt, this.format);
       }
@@ -129,24 +160,6 @@ export class IdProjector {
       this.generated++;
     }
     this.projectedCount += calls.length - from;
-    return true;
-  }
-
-  /** Phase 1: native ids, first come first served; false when one was already generated for another call. */
-  private reserveNatives(calls: readonly ProjectionTarget[], from: number): boolean {
-    for (let index = from; index < calls.length; index++) {
-      const call = calls[index]!;
-      call.idKept = false;
-      let native = this.freeNative(call.providerCallId, call);
-      if (native === undefined) native = this.freeNative(call.callId, call);
-      if (native === null) return false;
-      if (native === undefined) continue;
-      call.projectedId = native;
-      call.idKept = true;
-      this.holders.hold(native, call);
-      this.kept++;
-    }
-    return true;
   }
 
   /**

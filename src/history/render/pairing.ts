@@ -14,6 +14,7 @@
  * Each call's projected id is assigned here too, batch by batch (ids.ts), as calls are first seen.
  */
 import type { HistoryBlock, ToolCallBlock, ToolResponseBlock, ToolResponseStatus } from "../model.js";
+import { NO_COERCIONS, serializeInput, type CoercionReason } from "./call-input.js";
 import { IdProjector, type IdHolders, type ProjectionTarget } from "./ids.js";
 import type { IdFormat } from "./profiles.js";
 import { createToolNameSanitizer } from "./tool-names.js";
@@ -36,20 +37,29 @@ export type ResultDecision = {
   reason: DedupeReason;
 };
 
-/** Everything known about one canonical call id. Fields are only ever set once, except the winner. */
+/** Everything known about one canonical call id. Fields are only ever set once, except the winner's. */
 export class CallRecord implements ProjectionTarget {
   call: CallBlock | undefined = undefined;
   /** Array index of the call block; -1 while no call was seen. */
   callIndex = -1;
   /** The name the provider sees (sanitized). */
   name = "";
+  /** Copied from the call block, with its input as sent: later passes read the record, not the block. */
+  providerCallId: string | undefined = undefined;
+  input: Record<string, unknown> | undefined = undefined;
+  /** `input` as JSON. */
+  arguments = "";
+  coercions: readonly CoercionReason[] = NO_COERCIONS;
   projectedId = "";
   idKept = false;
   /** The call whose projected id is this record's canonical id (usually the record itself). */
   idHolder: CallRecord | undefined = undefined;
-  /** The result winning so far. */
-  winner: ResultBlock | undefined = undefined;
+  /** The result winning so far: its array index (-1 while there is none), position and content. */
   winnerIndex = -1;
+  winnerPosition = -1;
+  winnerStatus: ToolResponseStatus = "interrupted";
+  winnerResult = "";
+  winnerIsError = false;
   firstResultIndex = -1;
   firstResultPosition = -1;
   /** One entry per later result of this id, in history order; undefined while there is none. */
@@ -57,8 +67,16 @@ export class CallRecord implements ProjectionTarget {
 
   constructor(readonly callId: string) {}
 
-  get providerCallId(): string | undefined {
-    return this.call?.providerCallId;
+  get hasResult(): boolean {
+    return this.winnerIndex !== -1;
+  }
+
+  setWinner(block: ResultBlock, index: number): void {
+    this.winnerIndex = index;
+    this.winnerPosition = block.position;
+    this.winnerStatus = block.status;
+    this.winnerResult = block.result;
+    this.winnerIsError = block.isError === true;
   }
 }
 
@@ -73,6 +91,21 @@ export function resultRank(status: ToolResponseStatus): number {
 export function isRealStatus(status: ToolResponseStatus): boolean {
   return resultRank(status) > 0;
 }
+
+/** Canonical id lengths are kept as bits of one 32-bit number; this bit stands for every longer one. */
+const LONG_ID_BIT = 31;
+
+/** What a block is to the second pass (assemble.ts). */
+export const BlockStep = {
+  /** Text or thinking: the second pass reads the block. */
+  content: 0,
+  /** The first tool_call block of its id: the next record of `callOrder`. */
+  call: 1,
+  /** A later tool_call block of an id: dropped. */
+  duplicateCall: 2,
+  result: 3,
+} as const;
+export type BlockStep = (typeof BlockStep)[keyof typeof BlockStep];
 
 /** What indexing more blocks found: `conflict` and `unordered` mean only a render from scratch is right. */
 export type IndexOutcome = "indexed" | "conflict" | "unordered";
@@ -89,8 +122,11 @@ export class HistoryIndex implements IdHolders {
   readonly callOrder: CallRecord[] = [];
   /** Records in order of their first result (the order of dedupe, orphan and placement diagnostics). */
   readonly resultOrder: CallRecord[] = [];
-  /** For each tool_call block, in order: its record when it is the first call of its id. */
-  readonly callBlocks: (CallRecord | undefined)[] = [];
+  /**
+   * What each block is to the second pass, by array index (`BlockStep`): it reads the text and
+   * thinking blocks again and takes calls and results from the records, never from their blocks.
+   */
+  readonly steps: BlockStep[] = [];
   readonly duplicateCalls: RenderDiagnostics["duplicateCalls"] = [];
   readonly renamedTools: RenderDiagnostics["renamedTools"] = [];
   /** Dedupe decisions about ids that have a call, and ids with results but no call. */
@@ -101,6 +137,8 @@ export class HistoryIndex implements IdHolders {
   private readonly sanitize: (name: string) => string;
   /** Holders of projected ids that were nobody's canonical id when they were taken (generated ones). */
   private readonly otherHolders = new Map<string, ProjectionTarget>();
+  /** Bit n set: some canonical id has n characters (bit `LONG_ID_BIT`: one has that many or more). */
+  private callIdLengths = 0;
 
   constructor(toolNamePattern: RegExp, idFormat: IdFormat) {
     this.sanitize = createToolNameSanitizer(toolNamePattern);
@@ -108,16 +146,35 @@ export class HistoryIndex implements IdHolders {
   }
 
   holderOf(projectedId: string, asking: ProjectionTarget): ProjectionTarget | undefined {
-    const record = projectedId === asking.callId ? (asking as CallRecord) : this.records.get(projectedId);
+    const record = this.recordNamed(projectedId, asking);
     return (
       record?.idHolder ?? (this.otherHolders.size === 0 ? undefined : this.otherHolders.get(projectedId))
     );
   }
 
   hold(projectedId: string, call: ProjectionTarget): void {
-    const record = projectedId === call.callId ? (call as CallRecord) : this.records.get(projectedId);
+    const record = this.recordNamed(projectedId, call);
     if (record === undefined) this.otherHolders.set(projectedId, call);
     else record.idHolder = call as CallRecord;
+  }
+
+  /** The record whose canonical id is `id` (`call` itself when it is its own). */
+  private recordNamed(id: string, call: ProjectionTarget): CallRecord | undefined {
+    if (id === call.callId) return call as CallRecord;
+    // Generated ids have another length than canonical ones: most lookups are settled here.
+    const lengthBit = id.length < LONG_ID_BIT ? 1 << id.length : 1 << LONG_ID_BIT;
+    return (this.callIdLengths & lengthBit) === 0 ? undefined : this.records.get(id);
+  }
+
+  /** The record of `callId`, created when there is none yet. */
+  private recordOf(callId: string): CallRecord {
+    let record = this.records.get(callId);
+    if (record === undefined) {
+      record = new CallRecord(callId);
+      this.records.set(callId, record);
+      this.callIdLengths |= callId.length < LONG_ID_BIT ? 1 << callId.length : 1 << LONG_ID_BIT;
+    }
+    return record;
   }
 
   /**
@@ -133,62 +190,66 @@ export class HistoryIndex implements IdHolders {
       if (block.position < this.lastPosition) return "unordered";
       this.lastPosition = block.position;
       if (block.kind === "tool_call") {
-        this.callBlocks.push(this.addCall(block, index));
-      } else if (block.kind === "tool_response" && !this.addResult(block, index, frozenBefore)) {
-        return "conflict";
+        const step = this.addCall(block, index);
+        if (step === undefined) return "conflict";
+        this.steps.push(step);
+      } else if (block.kind === "tool_response") {
+        if (!this.addResult(block, index, frozenBefore)) return "conflict";
+        this.steps.push(BlockStep.result);
+      } else {
+        this.steps.push(BlockStep.content);
       }
       this.blockCount = index + 1;
     }
-    if (firstNewCall === this.callOrder.length) return "indexed";
-    return this.projector.project(this.callOrder, firstNewCall) ? "indexed" : "conflict";
+    if (firstNewCall < this.callOrder.length) this.projector.generate(this.callOrder, firstNewCall);
+    return "indexed";
   }
 
-  private addCall(block: CallBlock, index: number): CallRecord | undefined {
-    let record = this.records.get(block.callId);
-    if (record === undefined) {
-      record = new CallRecord(block.callId);
-      this.records.set(block.callId, record);
-    } else if (record.call !== undefined) {
+  /**
+   * Indexes a tool_call block and reserves its native id while the block is at hand (the projector's
+   * first phase; ids are generated once the whole batch is indexed). Undefined when that native id
+   * was generated for a call of an earlier render: a conflict.
+   */
+  private addCall(block: CallBlock, index: number): BlockStep | undefined {
+    const record = this.recordOf(block.callId);
+    if (record.call !== undefined) {
       this.duplicateCalls.push({ callId: block.callId, position: block.position });
-      return undefined;
+      return BlockStep.duplicateCall;
     }
     record.call = block;
     record.callIndex = index;
+    record.providerCallId = block.providerCallId;
+    const serialized = serializeInput(block);
+    record.input = serialized.input;
+    record.arguments = serialized.json;
+    record.coercions = serialized.coercions;
     record.name = this.sanitize(block.name);
     if (record.name !== block.name) {
       this.renamedTools.push({ callId: block.callId, from: block.name, to: record.name });
     }
-    if (record.winner !== undefined) {
+    if (record.hasResult) {
       this.orphanCount--;
       this.dedupeCount += record.decisions?.length ?? 0;
     }
     this.callOrder.push(record);
-    return record;
+    return this.projector.reserveNative(record) ? BlockStep.call : undefined;
   }
 
   private addResult(block: ResultBlock, index: number, frozenBefore: number): boolean {
-    let record = this.records.get(block.callId);
-    if (record === undefined) {
-      record = new CallRecord(block.callId);
-      this.records.set(block.callId, record);
-    }
-    const current = record.winner;
+    const record = this.recordOf(block.callId);
     const frozen = record.call !== undefined && record.callIndex < frozenBefore;
-    if (current === undefined) {
+    if (!record.hasResult) {
       if (frozen) return false;
-      record.winner = block;
-      record.winnerIndex = index;
+      record.setWinner(block, index);
       record.firstResultIndex = index;
       record.firstResultPosition = block.position;
       this.resultOrder.push(record);
       if (record.call === undefined) this.orphanCount++;
       return true;
     }
-    const currentRank = resultRank(current.status);
+    const currentRank = resultRank(record.winnerStatus);
     const replaced = resultRank(block.status) > currentRank;
     if (replaced && frozen) return false;
-    const kept = replaced ? block : current;
-    const dropped = replaced ? current : block;
     const reason: DedupeReason = replaced
       ? currentRank === 0
         ? "real_beats_synthetic"
@@ -200,19 +261,16 @@ export class HistoryIndex implements IdHolders {
       index,
       position: block.position,
       replaced,
-      keptPosition: kept.position,
-      keptStatus: kept.status,
-      droppedPosition: dropped.position,
-      droppedStatus: dropped.status,
+      keptPosition: replaced ? block.position : record.winnerPosition,
+      keptStatus: replaced ? block.status : record.winnerStatus,
+      droppedPosition: replaced ? record.winnerPosition : block.position,
+      droppedStatus: replaced ? record.winnerStatus : block.status,
       reason,
     };
     if (record.decisions === undefined) record.decisions = [decision];
     else record.decisions.push(decision);
     if (record.call !== undefined) this.dedupeCount++;
-    if (replaced) {
-      record.winner = block;
-      record.winnerIndex = index;
-    }
+    if (replaced) record.setWinner(block, index);
     return true;
   }
 }
