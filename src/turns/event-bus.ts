@@ -55,6 +55,11 @@ export class TurnEventBus {
     return this.seq;
   }
 
+  /** The seq of the last event committed (those after it are still on their way to the store). */
+  get committedSeq(): number {
+    return this.seq - this.uncommitted.length;
+  }
+
   /**
    * Stores one event and delivers it once committed; returns it, or undefined once the turn has
    * ended. Delivery is in seq order for every listener, also for events a listener emits.

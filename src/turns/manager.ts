@@ -330,7 +330,9 @@ export class TurnManager {
    * subscriber out, which may start the disconnect grace period.
    */
   follow(run: TurnRun, afterSeq: number, listener: (event: TurnEvent) => void) {
-    const replay = this.deps.store.listEvents(run.turnId, afterSeq);
+    // Events not committed yet reach the listener live, once committed; the store is read only for
+    // committed ones the follower has not had (a stream opened with its turn reads nothing).
+    const replay = run.bus.committedSeq > afterSeq ? this.deps.store.listEvents(run.turnId, afterSeq) : [];
     const unsubscribe = run.bus.subscribe(listener);
     run.addSubscriber();
     let disposed = false;

@@ -704,4 +704,24 @@ describe("event order for every follower", () => {
       ]);
     }
   });
+
+  it("gives every follower each event once, whether it came before, during or after a commit", async () => {
+    const runtime = makeRuntime();
+    const turn = runtime.manager.startTurn({ message: '/tool echo {"text":"a"}\n/then\nok' });
+    // at once: nothing is committed yet, so all of it comes live
+    const first = watch(runtime, turn);
+    expect(first.events).toEqual([]);
+    await until(() => first.events.some((event) => event.type === "tool_result"), "the tool's result");
+    // later: what is committed comes from the store, the rest live
+    const second = watch(runtime, turn);
+    expect(second.events.length).toBeGreaterThan(0);
+    const third = watch(runtime, turn);
+    third.dispose();
+    await turn.done;
+    const seqs = (events: readonly TurnEvent[]) => events.map((event) => event.seq);
+    expect(seqs(first.events)).toEqual(first.events.map((_, index) => index + 1));
+    expect(seqs(second.events)).toEqual(seqs(first.events));
+    expect(third.events.length).toBeGreaterThan(0);
+    expect(first.events.at(-1)?.type).toBe("turn_complete");
+  });
 });
