@@ -27,6 +27,9 @@ import {
   type RenderOptions,
   type RenderedMessage,
 } from "../../src/history/render/index.js";
+import { budgetTokensOf, transcriptSettings } from "../../src/history/render/render.js";
+import { providerRequestOf } from "../../src/history/render/request.js";
+import { STRETCH_BLOCKS, TranscriptState } from "../../src/history/render/transcript-state.js";
 import {
   RENDER_MODEL,
   call,
@@ -451,5 +454,66 @@ describe("TranscriptCache", () => {
       expect(cached.diagnostics.budget.droppedTurns).toBeGreaterThan(0);
     }
     expect(cache.stats.hits).toBe(5);
+  });
+});
+
+describe("a render walked in stretches", () => {
+  /** The request a new state renders when it indexes and assembles `stretchBlocks` blocks at a time. */
+  function stretchedRequest(
+    blocks: readonly HistoryBlock[],
+    profile: ProfileName,
+    options: RenderOptions,
+    stretchBlocks: number,
+  ) {
+    const settings = transcriptSettings(getProfile(profile), options, true);
+    const state = new TranscriptState(settings, false, stretchBlocks);
+    const rendering = state.render(blocks, budgetTokensOf(settings.profile, options));
+    return { failure: state.failure, request: rendering && providerRequestOf(rendering, settings) };
+  }
+
+  it.each(PROFILE_NAMES)(
+    "%s: gives what one walk gives, or reports the result that answered an earlier stretch's call",
+    (profile) => {
+      fc.assert(
+        fc.property(
+          historyArbitrary({ maxTurns: 6 }),
+          fc.integer({ min: 1, max: 8 }),
+          optionsArbitrary,
+          (blocks, stretchBlocks, options) => {
+            const whole = stretchedRequest(blocks, profile, options, Number.POSITIVE_INFINITY).request!;
+            const { failure, request } = stretchedRequest(blocks, profile, options, stretchBlocks);
+            if (request === null) {
+              expect(failure).toBe("conflict");
+              return;
+            }
+            expectSameRequest(request, whole);
+            expectSameDetails(request, whole);
+          },
+        ),
+        { numRuns: RUNS },
+      );
+    },
+  );
+
+  it("renders a long history whose late result answers a call of an earlier stretch as one walk does", () => {
+    const contents = [user("start"), call("c_early", "echo"), result("c_early", "failed", "error")];
+    while (contents.length < STRETCH_BLOCKS + 10) {
+      contents.push(user(`turn ${contents.length}`), say("ok"));
+    }
+    // Recorded turns later: it must still win over the error, which only a walk in one stretch sees.
+    contents.push(result("c_early", "the real output"));
+    const blocks = history(...contents);
+    for (const profile of PROFILE_NAMES) {
+      expect(stretchedRequest(blocks, profile, {}, STRETCH_BLOCKS).failure).toBe("conflict");
+      const rendered = renderProviderRequest(blocks, profile);
+      const whole = stretchedRequest(blocks, profile, {}, Number.POSITIVE_INFINITY).request!;
+      expectSameRequest(rendered, whole);
+      expectSameDetails(rendered, whole);
+      expect(rendered.diagnostics.emittedResults[0]).toMatchObject({
+        canonicalId: "c_early",
+        status: "complete",
+      });
+      expect(rendered.diagnostics.dedupe).toHaveLength(1);
+    }
   });
 });

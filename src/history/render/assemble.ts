@@ -84,8 +84,11 @@ export class Assembler {
     private readonly onCommit: (from: number, to: number) => void,
   ) {}
 
-  /** Walks `blocks` from the last checkpoint to the end (the first pass must already cover them). */
-  run(blocks: readonly HistoryBlock[]): void {
+  /**
+   * Walks `blocks` from the last checkpoint to array index `end` and closes what is open there (the
+   * first pass must already cover them).
+   */
+  run(blocks: readonly HistoryBlock[], end: number): void {
     for (const list of this.lists) list.rewind();
     this.clearOpen();
     this.hasOpen = false;
@@ -93,7 +96,7 @@ export class Assembler {
     this.callsSeen = this.checkpointCalls;
     const { steps, callOrder } = this.settings.index;
     const open = this.open;
-    for (let index = this.checkpointBlock; index < blocks.length; index++) {
+    for (let index = this.checkpointBlock; index < end; index++) {
       // Calls and results come from the first pass's records: only text and thinking blocks are read.
       const step = steps[index];
       if (step === BlockStep.content) {

@@ -178,15 +178,19 @@ export class HistoryIndex implements IdHolders {
   }
 
   /**
-   * Indexes `blocks` from `blockCount` on. Calls before array index `frozenBefore` are already
-   * rendered into messages that will be reused: a block that would change one of them (a result that
-   * replaces its winner or answers it at last) is a `conflict`; a block out of position order is
-   * `unordered`. Either way the index is left half-updated and must be thrown away.
+   * Indexes `blocks` from `blockCount` on: all of them, or at least `stretchBlocks` of them and then
+   * up to the next user text (a turn's results are recorded before the next user message), where the
+   * next call goes on. Calls before array index `frozenBefore` are already rendered into messages that
+   * will be reused: a block that would change one of them (a result that replaces its winner or
+   * answers it at last) is a `conflict`; a block out of position order is `unordered`. Either way the
+   * index is left half-updated and must be thrown away.
    */
-  add(blocks: readonly HistoryBlock[], frozenBefore: number): IndexOutcome {
+  add(blocks: readonly HistoryBlock[], frozenBefore: number, stretchBlocks: number): IndexOutcome {
     const firstNewCall = this.callOrder.length;
+    const stretchEnd = this.blockCount + stretchBlocks;
     for (let index = this.blockCount; index < blocks.length; index++) {
       const block = blocks[index]!;
+      if (index >= stretchEnd && block.kind === "text" && block.role === "user") break;
       if (block.position < this.lastPosition) return "unordered";
       this.lastPosition = block.position;
       if (block.kind === "tool_call") {

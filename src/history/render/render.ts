@@ -38,7 +38,9 @@ export function budgetTokensOf(profile: ProviderProfile, options: RenderOptions)
 
 /**
  * Renders `history` on a new state; a history out of position order is stably sorted first (the
- * store's histories never are) and `diagnostics.reordered` says so.
+ * store's histories never are) and `diagnostics.reordered` says so. When a result answers a call that
+ * an earlier stretch of the walk already assembled (transcript-state.ts), the history is walked again
+ * in one stretch.
  */
 export function renderFromScratch(
   history: readonly HistoryBlock[],
@@ -48,9 +50,10 @@ export function renderFromScratch(
   const state = new TranscriptState(settings);
   const rendering = state.render(history, budgetTokens);
   if (rendering !== null) return { state, rendering };
-  const sorted = [...history].sort((left, right) => left.position - right.position);
-  const reorderedState = new TranscriptState(settings, true);
-  return { state: reorderedState, rendering: reorderedState.render(sorted, budgetTokens)! };
+  const reordered = state.failure === "unordered";
+  const blocks = reordered ? [...history].sort((left, right) => left.position - right.position) : history;
+  const whole = new TranscriptState(settings, reordered, Number.POSITIVE_INFINITY);
+  return { state: whole, rendering: whole.render(blocks, budgetTokens)! };
 }
 
 /** The kept messages after thinking settlement and shape quirks: what the provider is sent. */
