@@ -94,6 +94,8 @@ export function isWellFormedId(id: string, format: IdFormat): boolean {
 export class IdProjector {
   private readonly pattern: RegExp;
   private readonly sanitize = createToolNameSanitizer(TOOL_NAME_PATTERN);
+  private lastKimiName: string | undefined;
+  private lastKimiPrefix = "";
   private projectedCount = 0;
   kept = 0;
   generated = 0;
@@ -142,7 +144,7 @@ export class IdProjector {
     if (this.format === "kimi-functions") {
       for (let index = from; index < calls.length; index++) {
         const call = calls[index]!;
-        call.projectedId = `functions.${this.sanitize(call.name)}:${this.projectedCount++}`;
+        call.projectedId = this.kimiPrefix(call.name) + this.projectedCount++;
         this.generated++;
       }
       return;
@@ -160,6 +162,15 @@ export class IdProjector {
       this.generated++;
     }
     this.projectedCount += calls.length - from;
+  }
+
+  /** `functions.<name>:`, made once for each run of calls to the same tool. */
+  private kimiPrefix(name: string): string {
+    if (name !== this.lastKimiName) {
+      this.lastKimiName = name;
+      this.lastKimiPrefix = `functions.${this.sanitize(name)}:`;
+    }
+    return this.lastKimiPrefix;
   }
 
   /**
@@ -205,14 +216,25 @@ export function projectCallIds(calls: readonly ProjectableCall[], format: IdForm
 const CALL_PREFIX_CODES = Array.from("call_", (character) => character.charCodeAt(0));
 const TOOLU_PREFIX_CODES = Array.from("toolu_", (character) => character.charCodeAt(0));
 
+/** A generated id's character codes, prefix filled in; `generateId` fills in the rest. */
+type IdCodes = { codes: number[]; prefixLength: number };
+
+/** One array per format, reused by every id (each is made into a string before `generateId` returns). */
+const GENERATED_CODES: Readonly<Record<Exclude<IdFormat, "kimi-functions">, IdCodes>> = {
+  call: idCodes(CALL_PREFIX_CODES, GENERATED_SUFFIX_LENGTH),
+  toolu: idCodes(TOOLU_PREFIX_CODES, GENERATED_SUFFIX_LENGTH),
+  "mistral-9": idCodes([], MISTRAL_ID_LENGTH),
+};
+
+function idCodes(prefix: readonly number[], suffixLength: number): IdCodes {
+  return { codes: [...prefix, ...new Array<number>(suffixLength).fill(0)], prefixLength: prefix.length };
+}
+
 function generateId(callId: string, salt: number, format: Exclude<IdFormat, "kimi-functions">): string {
-  const prefix = format === "call" ? CALL_PREFIX_CODES : format === "toolu" ? TOOLU_PREFIX_CODES : [];
-  const length = format === "mistral-9" ? MISTRAL_ID_LENGTH : GENERATED_SUFFIX_LENGTH;
-  const codes = new Array<number>(prefix.length + length);
-  for (let index = 0; index < prefix.length; index++) codes[index] = prefix[index]!;
+  const { codes, prefixLength } = GENERATED_CODES[format];
   // mulberry32 seeded with the hash: a small deterministic generator, fresh bits for each character.
   let state = hash32(callId, salt);
-  for (let index = prefix.length; index < codes.length; index++) {
+  for (let index = prefixLength; index < codes.length; index++) {
     state = (state + 0x6d2b79f5) >>> 0;
     let value = state;
     value = Math.imul(value ^ (value >>> 15), value | 1);
