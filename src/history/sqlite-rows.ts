@@ -230,37 +230,35 @@ export function prepareStatements(db: Database): Statements {
   };
 }
 
-/** Rows per multi-row INSERT: a batch's events and blocks go in as few statements as these make. */
-const CHUNK_SIZES = [64, 16, 4] as const;
+/** Most rows per multi-row INSERT: a batch's events and blocks go in as few statements as this allows. */
+const MAX_ROWS_PER_INSERT = 64;
 
 const EVENT_COLUMNS = "(turn_id, seq, type, at, payload)";
 const BLOCK_COLUMNS =
   "(session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)";
 
-/** Multi-row INSERTs for events and blocks, one statement per chunk size. */
+/** Multi-row INSERTs for events and blocks: the statement for a number of rows, prepared on first use. */
 export type ChunkStatements = {
-  events: ReadonlyMap<number, Statement>;
-  blocks: ReadonlyMap<number, Statement>;
+  events: (rows: number) => Statement;
+  blocks: (rows: number) => Statement;
 };
 
 export function prepareChunkStatements(db: Database): ChunkStatements {
-  const values = (columns: number, rows: number) =>
-    Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => "?").join(", ")})`).join(
-      ", ",
-    );
+  const byRows = (insert: string, columns: number) => {
+    const statements = new Map<number, Statement>();
+    const row = `(${Array.from({ length: columns }, () => "?").join(", ")})`;
+    return (rows: number): Statement => {
+      let statement = statements.get(rows);
+      if (!statement) {
+        statement = db.prepare(`${insert} VALUES ${Array.from({ length: rows }, () => row).join(", ")}`);
+        statements.set(rows, statement);
+      }
+      return statement;
+    };
+  };
   return {
-    events: new Map(
-      CHUNK_SIZES.map((rows) => [
-        rows,
-        db.prepare(`INSERT INTO turn_events ${EVENT_COLUMNS} VALUES ${values(5, rows)}`),
-      ]),
-    ),
-    blocks: new Map(
-      CHUNK_SIZES.map((rows) => [
-        rows,
-        db.prepare(`INSERT OR IGNORE INTO history_blocks ${BLOCK_COLUMNS} VALUES ${values(11, rows)}`),
-      ]),
-    ),
+    events: byRows(`INSERT INTO turn_events ${EVENT_COLUMNS}`, 5),
+    blocks: byRows(`INSERT OR IGNORE INTO history_blocks ${BLOCK_COLUMNS}`, 11),
   };
 }
 
@@ -348,25 +346,23 @@ export function writeBatch(
 
 function insertChunked<Op extends WriteOp>(
   rows: readonly Op[],
-  statements: ReadonlyMap<number, Statement>,
+  statementFor: (rows: number) => Statement,
   params: (op: Op) => unknown[],
   one: (op: WriteOp) => void,
 ): void {
-  let index = 0;
-  for (const size of CHUNK_SIZES) {
-    const statement = statements.get(size) as Statement;
-    while (rows.length - index >= size) {
-      const chunk = rows.slice(index, index + size);
-      index += size;
-      try {
-        statement.run(chunk.flatMap(params));
-      } catch {
-        // one bad row fails its whole statement: write the chunk row by row to keep the others
-        chunk.forEach(one);
-      }
+  for (let index = 0; index < rows.length; index += MAX_ROWS_PER_INSERT) {
+    const chunk = rows.slice(index, index + MAX_ROWS_PER_INSERT);
+    if (chunk.length === 1) {
+      one(chunk[0] as Op);
+      continue;
+    }
+    try {
+      statementFor(chunk.length).run(chunk.flatMap(params));
+    } catch {
+      // one bad row fails its whole statement: write the chunk row by row to keep the others
+      chunk.forEach(one);
     }
   }
-  for (; index < rows.length; index++) one(rows[index] as Op);
 }
 
 /** Runs one write of a batch (inside the batch's transaction). */

@@ -2,7 +2,8 @@
  * Migration 006 (cheaper writes) on a populated schema-version-5 database: every row is kept (turn
  * rowids too, which order turns started in the same millisecond), the rules the rebuilt tables check
  * are the same, the queries use their indexes, a migration that breaks a foreign key is rolled back,
- * and a file store checkpoints its WAL once it is idle.
+ * a batch's rows go in as multi-row INSERTs that cost a bad row only itself, and a file store
+ * checkpoints its WAL once it is idle.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,8 +28,8 @@ afterEach(() => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-function open(): SqliteHistoryStore {
-  const store = new SqliteHistoryStore(file);
+function open(onWriteError?: (error: unknown, detail: string) => void): SqliteHistoryStore {
+  const store = new SqliteHistoryStore(file, onWriteError ? { onWriteError } : {});
   opened.push(store);
   return store;
 }
@@ -276,6 +277,35 @@ describe("migrate", () => {
     expect(db.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({ version: 6 });
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     db.close();
+  });
+});
+
+describe("multi-row INSERTs", () => {
+  it.each([2, 6, 64, 65, 130])("write %i events of one batch, a bad one costing only itself", (count) => {
+    const errors: string[] = [];
+    const store = open((_error, detail) => errors.push(detail));
+    store.createSession("ses_1", "default");
+    store.beginTurn({
+      id: "turn_1",
+      sessionId: "ses_1",
+      agentId: "default",
+      provider: "scripted",
+      model: "m",
+      startedAt: 1,
+      userMessage: "go",
+    });
+    const event = (seq: number, text: string) =>
+      ({ type: "text_delta", text, turnId: "turn_1", seq, at: seq }) as const;
+    store.appendEvent(event(2, "first"));
+    store.flush();
+
+    for (let seq = 1; seq <= count + 1; seq++) store.appendEvent(event(seq, seq === 2 ? "again" : "new"));
+    store.flush();
+
+    const stored = store.listEvents("turn_1");
+    expect(stored.map((row) => row.seq)).toEqual(Array.from({ length: count + 1 }, (_, index) => index + 1));
+    expect(stored[1]).toMatchObject({ text: "first" });
+    expect(errors).toEqual(["event row"]);
   });
 });
 
