@@ -34,6 +34,23 @@ function open(onWriteError?: (error: unknown, detail: string) => void): SqliteHi
   return store;
 }
 
+/** A store with session ses_1 and its running turn turn_1, committed. */
+function withTurn(onWriteError?: (error: unknown, detail: string) => void): SqliteHistoryStore {
+  const store = open(onWriteError);
+  store.createSession("ses_1", "default");
+  store.beginTurn({
+    id: "turn_1",
+    sessionId: "ses_1",
+    agentId: "default",
+    provider: "scripted",
+    model: "m",
+    startedAt: 1,
+    userMessage: "go",
+  });
+  store.flush();
+  return store;
+}
+
 /** A schema-version-5 database with two sessions: ended, running and child turns, every block kind. */
 function writeVersion5Database(): void {
   const db = new BetterSqlite3(file);
@@ -155,22 +172,6 @@ describe("the rebuilt tables check the same rules", () => {
       .run(block(values));
   }
 
-  function withTurn(): SqliteHistoryStore {
-    const store = open();
-    store.createSession("ses_1", "default");
-    store.beginTurn({
-      id: "turn_1",
-      sessionId: "ses_1",
-      agentId: "default",
-      provider: "scripted",
-      model: "m",
-      startedAt: 1,
-      userMessage: "go",
-    });
-    store.flush();
-    return store;
-  }
-
   it.each([
     { role: "user" },
     { role: "assistant" },
@@ -283,17 +284,7 @@ describe("migrate", () => {
 describe("multi-row INSERTs", () => {
   it.each([2, 6, 64, 65, 130])("write %i events of one batch, a bad one costing only itself", (count) => {
     const errors: string[] = [];
-    const store = open((_error, detail) => errors.push(detail));
-    store.createSession("ses_1", "default");
-    store.beginTurn({
-      id: "turn_1",
-      sessionId: "ses_1",
-      agentId: "default",
-      provider: "scripted",
-      model: "m",
-      startedAt: 1,
-      userMessage: "go",
-    });
+    const store = withTurn((_error, detail) => errors.push(detail));
     const event = (seq: number, text: string) =>
       ({ type: "text_delta", text, turnId: "turn_1", seq, at: seq }) as const;
     store.appendEvent(event(2, "first"));
