@@ -95,6 +95,10 @@ export function isRealStatus(status: ToolResponseStatus): boolean {
 /** Canonical id lengths are kept as bits of one 32-bit number; this bit stands for every longer one. */
 const LONG_ID_BIT = 31;
 
+function lengthBit(id: string): number {
+  return 1 << Math.min(id.length, LONG_ID_BIT);
+}
+
 /** What a block is to the second pass (assemble.ts). */
 export const BlockStep = {
   /** Text or thinking: the second pass reads the block. */
@@ -162,8 +166,7 @@ export class HistoryIndex implements IdHolders {
   private recordNamed(id: string, call: ProjectionTarget): CallRecord | undefined {
     if (id === call.callId) return call as CallRecord;
     // Generated ids have another length than canonical ones: most lookups are settled here.
-    const lengthBit = id.length < LONG_ID_BIT ? 1 << id.length : 1 << LONG_ID_BIT;
-    return (this.callIdLengths & lengthBit) === 0 ? undefined : this.records.get(id);
+    return (this.callIdLengths & lengthBit(id)) === 0 ? undefined : this.records.get(id);
   }
 
   /** The record of `callId`, created when there is none yet. */
@@ -172,7 +175,7 @@ export class HistoryIndex implements IdHolders {
     if (record === undefined) {
       record = new CallRecord(callId);
       this.records.set(callId, record);
-      this.callIdLengths |= callId.length < LONG_ID_BIT ? 1 << callId.length : 1 << LONG_ID_BIT;
+      this.callIdLengths |= lengthBit(callId);
     }
     return record;
   }
