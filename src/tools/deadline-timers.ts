@@ -37,7 +37,8 @@ export class DeadlineTimers {
   private followUpsScheduled = false;
 
   constructor(
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms: a wall clock set forward would fire every deadline at once. */
+    private readonly now: () => number = () => performance.now(),
     /** A monotonic clock in ms for the follow-up slices. */
     private readonly clockMs: () => number = () => performance.now(),
   ) {}

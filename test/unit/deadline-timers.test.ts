@@ -103,6 +103,20 @@ describe("DeadlineTimers", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("fires nothing early when the wall clock is set forward", async () => {
+    const timers = new DeadlineTimers();
+    const fired: string[] = [];
+    timers.schedule(500, () => void fired.push("soon"));
+    timers.schedule(1_000, () => void fired.push("later"));
+    vi.setSystemTime(Date.now() + 3_600_000);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(fired).toEqual(["soon"]);
+    await vi.advanceTimersByTimeAsync(499);
+    expect(fired).toEqual(["soon"]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(fired).toEqual(["soon", "later"]);
+  });
+
   it("keeps the timer's time when the clock lags behind it (only setTimeout faked)", async () => {
     vi.useRealTimers();
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate"] });
