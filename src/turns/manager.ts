@@ -331,8 +331,12 @@ export class TurnManager {
    */
   follow(run: TurnRun, afterSeq: number, listener: (event: TurnEvent) => void) {
     // Events not committed yet reach the listener live, once committed; the store is read only for
-    // committed ones the follower has not had (a stream opened with its turn reads nothing).
-    const replay = run.bus.committedSeq > afterSeq ? this.deps.store.listEvents(run.turnId, afterSeq) : [];
+    // committed ones the follower has not had (a stream opened with its turn reads nothing) — or when
+    // the bus is closed, since then nothing more comes live.
+    const replay =
+      run.bus.committedSeq > afterSeq || run.bus.isClosed
+        ? this.deps.store.listEvents(run.turnId, afterSeq)
+        : [];
     const unsubscribe = run.bus.subscribe(listener);
     run.addSubscriber();
     let disposed = false;

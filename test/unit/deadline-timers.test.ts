@@ -5,6 +5,7 @@
  * loop while later deadlines still fire between slices. Then the runner: a burst of deadlines tells every
  * `tool_timeout` before the first outcome (a Node timer per call told one, finished it, told the next).
  */
+import { setMaxListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { hangTool } from "../../src/tools/builtin/index.js";
 import { DeadlineTimers } from "../../src/tools/deadline-timers.js";
@@ -148,6 +149,8 @@ describe("a burst of deadlines in the runner", () => {
       defaults: { timeoutMs: 1_000, idleTimeoutMs: 0 },
     });
     const signal = new AbortController().signal;
+    // every call of the burst listens on the turn's signal, as a turn's own does (turn-run.ts)
+    setMaxListeners(0, signal);
     const scope = {
       turnId: "t",
       sessionId: "s",
