@@ -6,12 +6,14 @@
  * is unreachable, and the operator page listing an active turn. With UPDATE_SCREENSHOTS=1 the
  * screenshots also replace docs/chat-desktop.png and docs/chat-phone.png.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   BrowserHarness,
+  SCREENSHOT_DIR,
+  checkOpenedPages,
   CHAT_DESKTOP_VIEWPORT,
   CHAT_PHONE_VIEWPORT,
   expectAttribute,
@@ -21,8 +23,6 @@ import {
   type OpenedPage,
 } from "../helpers/browser.js";
 import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
-
-const SCREENSHOT_DIR = join(PROJECT_ROOT, "test-results");
 
 /** A scripted answer in markdown: a thinking block, a tool call, then a heading, bold text and code. */
 const MARKDOWN_SCRIPT = [
@@ -51,18 +51,7 @@ afterAll(async () => {
 afterEach(async (context) => {
   const pages = opened;
   opened = [];
-  if (context.task.result?.state === "fail") {
-    const name = context.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
-    await Promise.allSettled(
-      pages.map((entry, index) =>
-        entry.page.screenshot({ path: join(SCREENSHOT_DIR, `failed-${name}-${index}.png`), fullPage: true }),
-      ),
-    );
-    for (const [index, entry] of pages.entries()) {
-      writeFileSync(join(SCREENSHOT_DIR, `failed-${name}-${index}.log`), entry.server.logs().join("\n"));
-    }
-  }
-  expect(pages.flatMap((entry) => entry.pageErrors)).toEqual([]);
+  await checkOpenedPages(context.task.name, context.task.result?.state === "fail", pages);
 });
 
 async function openPage(viewport = CHAT_DESKTOP_VIEWPORT, env: Record<string, string> = {}) {

@@ -4,11 +4,13 @@
  * mode, reattaching after a reload, the API token, and the phone layout. Screenshots go to
  * test-results/ (the docs' screenshots come from chat.test.ts).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   BrowserHarness,
+  SCREENSHOT_DIR,
+  checkOpenedPages,
   PHONE_VIEWPORT,
   elapsedSeconds,
   expectAttribute,
@@ -17,9 +19,8 @@ import {
   toolLine,
   type OpenedPage,
 } from "../helpers/browser.js";
-import { PROJECT_ROOT, type ServerHandle } from "../helpers/server.js";
+import type { ServerHandle } from "../helpers/server.js";
 
-const SCREENSHOT_DIR = join(PROJECT_ROOT, "test-results");
 const FAST_PROGRESS = { PROGRESS_AFTER_MS: "300", PROGRESS_INTERVAL_MS: "500" };
 
 const harness = new BrowserHarness();
@@ -37,20 +38,7 @@ afterAll(async () => {
 afterEach(async (context) => {
   const pages = opened;
   opened = [];
-  if (context.task.result?.state === "fail") {
-    // what the page looked like when the test failed
-    const name = context.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
-    await Promise.allSettled(
-      pages.map((entry, index) =>
-        entry.page.screenshot({ path: join(SCREENSHOT_DIR, `failed-${name}-${index}.png`), fullPage: true }),
-      ),
-    );
-    for (const [index, entry] of pages.entries()) {
-      writeFileSync(join(SCREENSHOT_DIR, `failed-${name}-${index}.log`), entry.server.logs().join("\n"));
-    }
-  }
-  // an exception thrown by the page's own script is a failure whatever the test looked at
-  expect(pages.flatMap((entry) => entry.pageErrors)).toEqual([]);
+  await checkOpenedPages(context.task.name, context.task.result?.state === "fail", pages);
 });
 
 async function openPage(env: Record<string, string> = {}, viewport?: { width: number; height: number }) {

@@ -3,10 +3,11 @@
  * process, see server.ts) serving the webchat page, and a page per test that records uncaught script
  * errors. Everything started here is closed by `closeAll()`.
  */
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { expect } from "vitest";
-import { startServer, type ServerHandle, type StartOptions } from "./server.js";
+import { PROJECT_ROOT, startServer, type ServerHandle, type StartOptions } from "./server.js";
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const CHROMIUM_INSTALL_COMMAND = "apt-get update && apt-get install -y chromium";
@@ -44,6 +45,33 @@ export type OpenedPage = {
   /** Uncaught exceptions thrown by the page's scripts. */
   pageErrors: string[];
 };
+
+/** Where screenshots and the logs of failed tests go. */
+export const SCREENSHOT_DIR = join(PROJECT_ROOT, "test-results");
+
+/**
+ * After a test with its opened pages: when it failed, each page's screenshot and its server's log go to
+ * SCREENSHOT_DIR; an exception thrown by a page's own script fails the test whatever it looked at.
+ */
+export async function checkOpenedPages(
+  testName: string,
+  failed: boolean,
+  pages: readonly (OpenedPage & { server: ServerHandle })[],
+): Promise<void> {
+  if (failed) {
+    mkdirSync(SCREENSHOT_DIR, { recursive: true });
+    const name = testName.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
+    await Promise.allSettled(
+      pages.map((entry, index) =>
+        entry.page.screenshot({ path: join(SCREENSHOT_DIR, `failed-${name}-${index}.png`), fullPage: true }),
+      ),
+    );
+    for (const [index, entry] of pages.entries()) {
+      writeFileSync(join(SCREENSHOT_DIR, `failed-${name}-${index}.log`), entry.server.logs().join("\n"));
+    }
+  }
+  expect(pages.flatMap((entry) => entry.pageErrors)).toEqual([]);
+}
 
 /** Owns the browser, the servers and the pages of one test file. */
 export class BrowserHarness {
