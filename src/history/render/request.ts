@@ -52,24 +52,16 @@ export function providerRequestOf(
   // With thinking turned off every thinking block goes: the committed provider messages still carry
   // theirs, so this rare request is translated from the settled messages instead.
   const settled = rendering.providerMessages === undefined ? finalMessages(rendering, settings) : undefined;
-  if (settings.profile.format === "anthropic-messages") {
-    return {
-      format: "anthropic-messages",
-      messages: (rendering.providerMessages ?? toAnthropicRequestMessages(settled!)) as MessageParam[],
-      thinking,
-      counts,
-      get diagnostics() {
-        return lazy.diagnostics();
-      },
-      get ids() {
-        return lazy.ids();
-      },
-    };
-  }
+  const { profile } = settings;
+  const messages =
+    rendering.providerMessages ??
+    (profile.format === "anthropic-messages"
+      ? toAnthropicRequestMessages(settled!)
+      : toOpenAIChatMessages(settled!, profile));
+  // the messages are of the profile's format; diagnostics and ids stay lazy (a spread would read them)
   return {
-    format: "openai-chat",
-    messages: (rendering.providerMessages ??
-      toOpenAIChatMessages(settled!, settings.profile)) as ChatCompletionMessageParam[],
+    format: profile.format,
+    messages,
     thinking,
     counts,
     get diagnostics() {
@@ -78,7 +70,7 @@ export function providerRequestOf(
     get ids() {
       return lazy.ids();
     },
-  };
+  } as ProviderRequestMessages;
 }
 
 /**
