@@ -147,7 +147,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
     const onCancel = () => {
       const byCall = !scope.signal.aborted && cancellation?.isCancelled(call.callId) === true;
       controller.abort(byCall ? cancellation?.reasonOf(call.callId) : scope.signal.reason);
-      settle(cancelledOutcome(scope.signal, byCall));
+      settle(cancelledOutcome(scope, call.callId));
     };
 
     scope.signal.addEventListener("abort", onCancel, { once: true });
@@ -222,11 +222,14 @@ function zombieBookkeeping(
 }
 
 /** The result of a call cancelled by its turn (the reason's wording) or by itself alone. */
-export function cancelledOutcome(turnSignal: AbortSignal, callCancelled: boolean): PartialOutcome {
-  if (callCancelled && !turnSignal.aborted) {
+export function cancelledOutcome(
+  scope: Pick<CallScope, "signal" | "cancellation">,
+  callId: string,
+): PartialOutcome {
+  if (!scope.signal.aborted && scope.cancellation?.isCancelled(callId) === true) {
     return { status: "cancelled", isError: true, result: TOOL_CANCELLED_RESULT };
   }
-  return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(turnSignal)) };
+  return { status: "cancelled", isError: true, result: cancelledResult(abortReasonOf(scope.signal)) };
 }
 
 /** The whole result text an error chose for the model (`[UNAVAILABLE] …` of an MCP server), if any. */

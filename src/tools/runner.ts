@@ -90,7 +90,6 @@ export class ToolRunner {
     const tool = this.allowedTool(call.name, scope);
     const resolved = resolveCall(tool, call.input, this.limitSettings(scope));
     for (const warning of resolved.warnings) this.warn(`${call.name} (${call.callId}): ${warning}`);
-    const callCancelled = () => scope.cancellation?.isCancelled(call.callId) === true;
     const finish = (outcome: PartialOutcome, attempts: number): ToolOutcome => ({
       ...outcome,
       durationMs: this.now() - startedAt,
@@ -98,8 +97,8 @@ export class ToolRunner {
     });
 
     // a call cancelled before it started has no tool_start (its turn or deadline closed it already)
-    if (scope.signal.aborted || callCancelled()) {
-      return finish(cancelledOutcome(scope.signal, callCancelled()), 0);
+    if (scope.signal.aborted || scope.cancellation?.isCancelled(call.callId)) {
+      return finish(cancelledOutcome(scope, call.callId), 0);
     }
     hooks.onStart?.(call, resolved.limits);
     if (!tool) {
@@ -231,7 +230,7 @@ export class ToolRunner {
       });
       const callSignal = scope.cancellation?.signal(call.callId);
       if (!(await abortableDelay(decision.delayMs, [scope.signal, callSignal]))) {
-        return { outcome: cancelledOutcome(scope.signal, callSignal?.aborted === true), attempts };
+        return { outcome: cancelledOutcome(scope, call.callId), attempts };
       }
     }
   }

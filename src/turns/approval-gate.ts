@@ -71,7 +71,7 @@ export function approvalGate(options: {
                 attempts: 0,
               }
             : {
-                ...cancelledOutcome(scope.signal, callSignal?.aborted === true),
+                ...cancelledOutcome(scope, call.callId),
                 durationMs: 0,
                 attempts: 0,
               };
