@@ -1,6 +1,6 @@
 /**
  * The durable write boundary: writes are queued as they happen and committed together — everything
- * queued in one tick in one transaction — and whoever must not act before its writes are durable
+ * queued in one tick in one transaction, at most `MAX_OPS_PER_BATCH` writes at a time — and whoever must not act before its writes are durable
  * (the event bus, which sends an event only once it is stored) registers a callback that runs after
  * the commit holding them.
  *
@@ -18,6 +18,9 @@ export type WriteQueueOptions<Op> = {
   /** Schedules the next flush; defaults to the end of the current tick (`setImmediate`). */
   schedule?: (flush: () => void) => { cancel: () => void };
 };
+
+/** Writes after which a batch is committed without waiting for the end of the tick. */
+export const MAX_OPS_PER_BATCH = 512;
 
 const nextTick = (flush: () => void) => {
   const handle = setImmediate(flush);
@@ -44,6 +47,8 @@ export class WriteQueue<Op> {
   push(op: Op): void {
     this.ops.push(op);
     this.scheduled ??= this.schedule(() => this.flush());
+    // work that never yields to the event loop (turns run back to back in-process) still commits
+    if (this.ops.length === MAX_OPS_PER_BATCH) queueMicrotask(() => this.flush());
   }
 
   /** Runs `callback` once everything pushed so far is committed. */

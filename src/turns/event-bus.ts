@@ -55,6 +55,11 @@ export class TurnEventBus {
     return this.seq;
   }
 
+  /** Whether anyone listens (until the terminal event has been delivered, after which nobody does). */
+  get followed(): boolean {
+    return this.listeners.size > 0;
+  }
+
   /** The seq of the last event committed (those after it are still on their way to the store). */
   get committedSeq(): number {
     return this.seq - this.uncommitted.length;

@@ -559,7 +559,6 @@ export class TurnManager {
       toolCallCount: result.toolCallCount,
       usage: result.usage,
     });
-    this.deps.store.flush();
     run.logger.info({ stopReason: result.stopReason, toolCallCount: result.toolCallCount }, "turn completed");
     this.release(run, {
       status: "completed",

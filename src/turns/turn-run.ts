@@ -104,8 +104,15 @@ export class TurnRun {
   /** The running batch's calls, each cancellable alone. */
   readonly cancellation = new CallCancellation();
   readonly childTurnIds = new Set<string>();
-  /** Settles to the outcome once the loop has returned and the terminal event is delivered. */
+  /**
+   * Settles to the outcome once the loop has returned and every follower has had the terminal event.
+   * A turn nobody follows does not wait for the commit of its end, so sequential turns share commits;
+   * a read of the store sees that end at once (it commits what is queued first), and `delivered` says
+   * when it is durable.
+   */
   readonly done: Promise<TurnRunOutcome>;
+  /** Settles once the terminal event is committed and handed to the turn's followers. */
+  readonly delivered: Promise<void>;
 
   private readonly controller = new AbortController();
   /** Aborted with the turn, and also at its deadline (after which one final inference runs). */
@@ -138,7 +145,10 @@ export class TurnRun {
     // a batch of more than ten is normal, not a leak.
     setMaxListeners(0, this.controller.signal, this.workController.signal);
     const loopReturned = new Promise<void>((resolve) => (this.resolveLoopReturned = resolve));
-    this.done = Promise.all([loopReturned, this.bus.delivered]).then(() => this.outcome as TurnRunOutcome);
+    this.delivered = this.bus.delivered;
+    this.done = loopReturned
+      .then(() => (this.bus.followed ? this.bus.delivered : undefined))
+      .then(() => this.outcome as TurnRunOutcome);
   }
 
   get signal(): AbortSignal {
