@@ -8,7 +8,9 @@
  * Served by @hono/node-server, the frames skip the Response's body stream once the response's head is
  * out: they are written straight to the Node response, so an event leaves with the tick that sent it
  * (the stream's pump would write it only after everything else that tick does, a turn's end included),
- * and closing ends the response at once, which flushes the last frames.
+ * and closing ends the response at once, which flushes the last frames. The Node response is corked
+ * from the request until the end of the event-loop turn that made it, so the head, the retry field and
+ * the events committed in that turn (a new turn's first batch) leave in one write, not three.
  */
 import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
@@ -51,7 +53,7 @@ export type SseOptions = {
 };
 
 /** What the writer uses of the Node response @hono/node-server writes a Response to. */
-export type NodeResponse = Pick<ServerResponse, "headersSent" | "write" | "end">;
+export type NodeResponse = Pick<ServerResponse, "headersSent" | "write" | "end" | "cork" | "uncork">;
 
 /** The Node response behind `context`: there is one when @hono/node-server serves it, none in-process. */
 export function nodeResponseOf(context: Context): NodeResponse | undefined {
@@ -72,6 +74,17 @@ export function formatPing(at: number): string {
   return `event: ping\ndata: ${JSON.stringify({ at })}\n\n`;
 }
 
+/**
+ * Corks `nodeResponse` until the end of this event-loop turn (`setImmediate`): what is written to it
+ * until then — the head, the retry field, the frames of writes committed in this turn (their flush was
+ * scheduled before this) — is sent in one write. The immediate is left to run even when the stream
+ * closes first: it comes within this turn anyway, and ending a Node response has already uncorked it.
+ */
+function corkUntilTurnEnds(nodeResponse: NodeResponse): void {
+  nodeResponse.cork();
+  setImmediate(() => nodeResponse.uncork());
+}
+
 export function sseResponse(options: SseOptions): Response {
   const encoder = new TextEncoder();
   const now = options.now ?? Date.now;
@@ -80,6 +93,7 @@ export function sseResponse(options: SseOptions): Response {
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** Set once the Node response's head is out: from then on frames are written to it directly. */
   let direct: NodeResponse | undefined;
+  if (options.nodeResponse) corkUntilTurnEnds(options.nodeResponse);
 
   const end = () => {
     if (closed) return;

@@ -1,8 +1,12 @@
 /**
  * The SSE writer (docs/events.md, docs/events.md#replay-and-reconnection): exact frame bytes, the `retry:`
- * field that opens every stream, keep-alive pings after silence (fake timers), headers, and a close callback
- * that runs exactly once however the stream ends.
+ * field that opens every stream, keep-alive pings after silence (fake timers), headers, a close callback
+ * that runs exactly once however the stream ends, and, served by Node, frames written straight to the
+ * response, the head leaving with the first events.
  */
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import type { AddressInfo, Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import {
@@ -10,6 +14,7 @@ import {
   formatEvent,
   formatPing,
   formatRetry,
+  nodeResponseOf,
   sseResponse,
   type NodeResponse,
   type SseWriter,
@@ -187,12 +192,22 @@ describe("sseResponse", () => {
   });
 });
 
-/** A Node response as @hono/node-server hands it over: what is written to it directly, and whether it ended. */
+/**
+ * A Node response as @hono/node-server hands it over: what is written to it directly, whether it ended,
+ * and how far it is corked.
+ */
 function fakeNodeResponse(headersSent: boolean) {
   const written: string[] = [];
   let ends = 0;
+  let corks = 0;
   const response = {
     headersSent,
+    cork: () => {
+      corks++;
+    },
+    uncork: () => {
+      corks--;
+    },
     write: (chunk: string) => {
       written.push(chunk);
       return true;
@@ -202,7 +217,7 @@ function fakeNodeResponse(headersSent: boolean) {
       return response;
     },
   };
-  return { response: response as unknown as NodeResponse, written, ends: () => ends };
+  return { response: response as unknown as NodeResponse, written, ends: () => ends, corks: () => corks };
 }
 
 describe("sseResponse served by Node", () => {
@@ -264,5 +279,69 @@ describe("sseResponse served by Node", () => {
     expect(writer.closed).toBe(true);
     writer.send(textDelta(2, "late"));
     expect(node.written).toEqual([formatEvent(textDelta(1, "a"))]);
+  });
+});
+
+describe("sseResponse served by @hono/node-server on a real socket", () => {
+  /**
+   * Serves one SSE route whose events come from a flush scheduled before the response was made, as a
+   * new turn's first committed batch is, and records each write the server's socket makes.
+   */
+  async function serveAndRecordWrites() {
+    const app = new Hono();
+    app.get("/stream", (context) => {
+      let writer: SseWriter | undefined;
+      // the store's flush of this turn: scheduled when the turn started, before its stream was made
+      setImmediate(() => {
+        writer?.send(textDelta(1, "a"));
+        writer?.send(textDelta(2, "b"));
+      });
+      return sseResponse({
+        pingIntervalMs: 60_000,
+        open: (opened) => {
+          writer = opened;
+          setTimeout(() => opened.close(), 20);
+        },
+        onClose: () => {},
+        nodeResponse: nodeResponseOf(context),
+      });
+    });
+    const socketWrites: string[] = [];
+    const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+    server.on("connection", (socket: Socket) => {
+      // what reaches the socket's handle, one entry per write system call
+      const record = socket as unknown as {
+        _write(chunk: Buffer, encoding: string, callback: () => void): void;
+        _writev(chunks: { chunk: Buffer | string }[], callback: () => void): void;
+      };
+      const write = record._write.bind(socket);
+      const writev = record._writev.bind(socket);
+      record._write = (chunk, encoding, callback) => {
+        socketWrites.push(String(chunk));
+        write(chunk, encoding, callback);
+      };
+      record._writev = (chunks, callback) => {
+        socketWrites.push(chunks.map(({ chunk }) => String(chunk)).join(""));
+        writev(chunks, callback);
+      };
+    });
+    await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+    const { port } = server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}/stream`, socketWrites, close: () => server.close() };
+  }
+
+  it("sends the head, the retry field and the events of the first flush in one write", async () => {
+    const served = await serveAndRecordWrites();
+    try {
+      const body = await (await fetch(served.url)).text();
+      expect(body).toBe(RETRY_FIELD + formatEvent(textDelta(1, "a")) + formatEvent(textDelta(2, "b")));
+      const [first] = served.socketWrites;
+      expect(first).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*content-type: text\/event-stream/i);
+      expect(first).toContain(RETRY_FIELD);
+      expect(first).toContain(formatEvent(textDelta(1, "a")));
+      expect(first).toContain(formatEvent(textDelta(2, "b")));
+    } finally {
+      served.close();
+    }
   });
 });
