@@ -10,8 +10,12 @@
  * is a set deletion. The one timer is armed for the earliest entry and cleared when none is left.
  */
 
-/** How long follow-ups run in one go before the event loop gets a turn. */
+/** How long a burst's follow-ups, with what they set off, may hold one turn of the event loop. */
 const FOLLOW_UP_SLICE_MS = 1;
+/** The share of follow-ups a burst starts with (a few deadlines due together finish in one go). */
+const FIRST_FOLLOW_UPS_PER_SLICE = 16;
+/** The most follow-ups one turn of the event loop runs. */
+const MAX_FOLLOW_UPS_PER_SLICE = 256;
 
 /** A scheduled entry; `cancel` is idempotent and harmless once it has fired. */
 export type ScheduledTimer = { cancel(): void };
@@ -35,6 +39,10 @@ export class DeadlineTimers {
   private readonly followUps: (() => void)[] = [];
   private nextFollowUp = 0;
   private followUpsScheduled = false;
+  /** How many follow-ups the next turn of the event loop runs (see `runFollowUps`). */
+  private followUpsPerSlice = FIRST_FOLLOW_UPS_PER_SLICE;
+  /** When the last share of a burst's follow-ups started; undefined between bursts. */
+  private sliceStartedAt: number | undefined;
 
   constructor(
     /** A monotonic clock in ms: a wall clock set forward would fire every deadline at once. */
@@ -122,17 +130,29 @@ export class DeadlineTimers {
   }
 
   /**
-   * Runs follow-ups for up to FOLLOW_UP_SLICE_MS; what is left runs in the event loop's check phase,
-   * after the timers due meanwhile have fired. A lone deadline's follow-up thus runs at once, and a
-   * burst's work cannot hold up the deadlines that fall due while it is done.
+   * Runs a share of the follow-ups; the rest run in later turns of the event loop (its check phase),
+   * after the timers due meanwhile have fired. A follow-up's own call is cheap, but the promise
+   * continuations it sets off (a result, its events, its history) run before anything else, so the
+   * share is sized by what a whole turn of the loop took: halved when the last one took more than
+   * twice FOLLOW_UP_SLICE_MS, doubled when it took less than that. A lone deadline's follow-up runs at
+   * once, and a burst's work cannot hold up the deadlines that fall due while it is done.
    */
   private runFollowUps(): void {
     const startedAt = this.clockMs();
-    while (this.nextFollowUp < this.followUps.length) {
+    if (this.sliceStartedAt !== undefined) {
+      const loopTurnMs = startedAt - this.sliceStartedAt;
+      if (loopTurnMs > 2 * FOLLOW_UP_SLICE_MS)
+        this.followUpsPerSlice = Math.max(1, this.followUpsPerSlice >> 1);
+      else if (loopTurnMs < FOLLOW_UP_SLICE_MS)
+        this.followUpsPerSlice = Math.min(MAX_FOLLOW_UPS_PER_SLICE, this.followUpsPerSlice * 2);
+    }
+    const end = Math.min(this.followUps.length, this.nextFollowUp + this.followUpsPerSlice);
+    while (this.nextFollowUp < end) {
       guarded(this.followUps[this.nextFollowUp++] as () => void);
       if (this.clockMs() - startedAt >= FOLLOW_UP_SLICE_MS) break;
     }
     if (this.nextFollowUp < this.followUps.length) {
+      this.sliceStartedAt = startedAt;
       if (!this.followUpsScheduled) {
         this.followUpsScheduled = true;
         setImmediate(() => {
@@ -142,6 +162,8 @@ export class DeadlineTimers {
       }
       return;
     }
+    this.sliceStartedAt = undefined;
+    this.followUpsPerSlice = FIRST_FOLLOW_UPS_PER_SLICE;
     this.followUps.length = 0;
     this.nextFollowUp = 0;
   }

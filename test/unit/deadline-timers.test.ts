@@ -104,6 +104,43 @@ describe("DeadlineTimers", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("gives a burst's later turns fewer follow-ups when what they set off took long, and more when not", async () => {
+    // each follow-up is quick itself but sets off half a "millisecond" of promise continuations
+    let sliceClockMs = 0;
+    const timers = new DeadlineTimers(Date.now, () => sliceClockMs);
+    let followedUp = 0;
+    for (let index = 0; index < 40; index++) {
+      timers.schedule(50, () => () => {
+        followedUp++;
+        queueMicrotask(() => (sliceClockMs += 0.5));
+      });
+    }
+    const perTurn: number[] = [];
+    await vi.advanceTimersByTimeAsync(50);
+    perTurn.push(followedUp);
+    while (followedUp < 40) {
+      const before = followedUp;
+      await vi.advanceTimersByTimeAsync(1);
+      perTurn.push(followedUp - before);
+    }
+    // 16 took 8 ms: halve while a turn takes over 2 ms (8, 4), hold at 4 (2 ms), and so on to the end
+    expect(perTurn).toEqual([16, 8, 4, 4, 4, 4]);
+
+    // follow-ups that set nothing off double their share each turn of the loop
+    sliceClockMs = 0;
+    let quick = 0;
+    for (let index = 0; index < 100; index++) timers.schedule(10, () => () => void quick++);
+    const quickPerTurn: number[] = [];
+    await vi.advanceTimersByTimeAsync(10);
+    quickPerTurn.push(quick);
+    while (quick < 100) {
+      const before = quick;
+      await vi.advanceTimersByTimeAsync(1);
+      quickPerTurn.push(quick - before);
+    }
+    expect(quickPerTurn).toEqual([16, 32, 52]);
+  });
+
   it("fires nothing early when the wall clock is set forward", async () => {
     const timers = new DeadlineTimers();
     const fired: string[] = [];
@@ -169,6 +206,8 @@ describe("a burst of deadlines in the runner", () => {
         .then((outcome) => order.push(`${outcome.status} c${index}`)),
     );
     await vi.advanceTimersByTimeAsync(1_000);
+    // a burst's follow-ups share turns of the event loop, each a (fake) millisecond here
+    await vi.advanceTimersByTimeAsync(5);
     await Promise.all(runs);
 
     expect(order.slice(0, 20)).toEqual(Array.from({ length: 20 }, (_, index) => `told c${index}`));
