@@ -1,7 +1,7 @@
 /**
  * The renderer's second pass: one walk over the history that builds provider-neutral messages. It
- * reads text and thinking blocks; calls and results it takes from the first pass's records, which
- * copied what is sent of them, so no call or result block is read twice.
+ * reads text and thinking blocks; calls and results it takes from the first pass's records (a call's
+ * input as sent, its winning result block), so it never looks a call id up again.
  *
  * An assistant message is a run of thinking, text and tool calls; it ends at a user text, at a
  * result, or when text or thinking follows its calls. When it ends, its tool-results message follows
@@ -39,7 +39,11 @@ type PositionedThinking = HistoryBlock & ThinkingBlock;
 /** A text or thinking block: the only blocks this pass reads. */
 type ContentBlock = HistoryBlock & (TextBlock | ThinkingBlock);
 type DroppedThinkingReason = RenderDiagnostics["droppedThinking"][number]["reason"];
-type OpenMessage = { thinking: PositionedThinking[]; texts: string[]; calls: CallRecord[] };
+type OpenMessage = {
+  thinking: ReusedList<PositionedThinking>;
+  texts: ReusedList<string>;
+  calls: ReusedList<CallRecord>;
+};
 
 const REASONING_SEPARATOR = "\n\n";
 const USER_TEXT_SEPARATOR = "\n\n";
@@ -49,6 +53,27 @@ export function isBlank(text: string): boolean {
   const first = text.charCodeAt(0);
   if (first > 0x20 && first < 0x7f) return false;
   return text.trim().length === 0;
+}
+
+/**
+ * A list emptied and filled again for every assistant message. Emptying keeps its storage: setting an
+ * array's length to 0 frees it, and the next message would allocate it again.
+ */
+class ReusedList<T> {
+  private readonly items: T[] = [];
+  length = 0;
+
+  push(item: T): void {
+    this.items[this.length++] = item;
+  }
+
+  get(index: number): T {
+    return this.items[index]!;
+  }
+
+  clear(): void {
+    this.length = 0;
+  }
 }
 
 export class Assembler {
@@ -64,8 +89,12 @@ export class Assembler {
   private checkpointCalls = 0;
   /** Calls walked so far (an index into the first pass's `callOrder`). */
   private callsSeen = 0;
-  /** The assistant message being gathered; its arrays are reused (emptied) once it is emitted. */
-  private readonly open: OpenMessage = { thinking: [], texts: [], calls: [] };
+  /** The assistant message being gathered; its lists are reused (emptied) once it is emitted. */
+  private readonly open: OpenMessage = {
+    thinking: new ReusedList(),
+    texts: new ReusedList(),
+    calls: new ReusedList(),
+  };
   private hasOpen = false;
   /** Array index of the latest result placed so far: blocks before it were recorded ahead of a result. */
   private resultsPlacedUpTo = -1;
@@ -186,9 +215,9 @@ export class Assembler {
   }
 
   private clearOpen(): void {
-    this.open.thinking.length = 0;
-    this.open.texts.length = 0;
-    this.open.calls.length = 0;
+    this.open.thinking.clear();
+    this.open.texts.clear();
+    this.open.calls.clear();
   }
 
   /** Why a thinking block cannot be sent to this profile at all, or undefined when it may be. */
@@ -211,41 +240,44 @@ export class Assembler {
     const { profile } = this.settings;
     const messages = this.messages.items;
     const hasCalls = open.calls.length > 0;
-    if (!hasCalls && open.texts.length === 0) {
-      for (const block of open.thinking) {
-        this.droppedThinking.push({ position: block.position, reason: "no_other_content" });
+    const { thinking, texts, calls } = open;
+    if (!hasCalls && texts.length === 0) {
+      for (let index = 0; index < thinking.length; index++) {
+        this.droppedThinking.push({ position: thinking.get(index).position, reason: "no_other_content" });
       }
       return -1;
     }
 
     // Arrays of their final size: a growing array would reserve room for 16 entries.
-    const signedThinking = profile.thinking === "signed-blocks" ? open.thinking.length : 0;
-    const content = new Array<RenderedAssistantPart>(signedThinking + open.texts.length + open.calls.length);
+    const signedThinking = profile.thinking === "signed-blocks" ? thinking.length : 0;
+    const content = new Array<RenderedAssistantPart>(signedThinking + texts.length + calls.length);
     let at = 0;
     const message: RenderedAssistantMessage = { role: "assistant", content };
     if (signedThinking > 0) {
-      for (const block of open.thinking) {
+      for (let index = 0; index < thinking.length; index++) {
+        const block = thinking.get(index);
         content[at++] = { type: "thinking", text: block.text, signature: block.signature! };
       }
     } else if (profile.thinking === "reasoning-content" && this.settings.thinking) {
       if (hasCalls) {
-        message.reasoningContent = open.thinking.map((block) => block.text).join(REASONING_SEPARATOR);
+        message.reasoningContent = reasoningText(thinking);
       } else {
-        for (const block of open.thinking) {
-          this.droppedThinking.push({ position: block.position, reason: "no_tool_calls" });
+        for (let index = 0; index < thinking.length; index++) {
+          this.droppedThinking.push({ position: thinking.get(index).position, reason: "no_tool_calls" });
         }
       }
     }
-    for (const text of open.texts) content[at++] = { type: "text", text };
+    for (let index = 0; index < texts.length; index++)
+      content[at++] = { type: "text", text: texts.get(index) };
     if (!hasCalls) {
       messages.push(message);
       return -1;
     }
 
-    const results = new Array<RenderedToolResult>(open.calls.length);
+    const results = new Array<RenderedToolResult>(calls.length);
     let placedUpTo = -1;
-    for (let call = 0; call < open.calls.length; call++) {
-      const record = open.calls[call]!;
+    for (let call = 0; call < calls.length; call++) {
+      const record = calls.get(call);
       const part = this.toolCallPart(record);
       content[at++] = part;
       if (!record.hasResult) {
@@ -261,7 +293,8 @@ export class Assembler {
         continue;
       }
       if (record.winnerIndex > placedUpTo) placedUpTo = record.winnerIndex;
-      let text = record.winnerResult;
+      const winner = record.winner!;
+      let text = winner.result;
       if (typeof text !== "string" || isBlank(text)) {
         this.emptyResults.push({ callId: part.canonicalId });
         text = EMPTY_RESULT_TEXT;
@@ -271,8 +304,8 @@ export class Assembler {
         canonicalId: part.canonicalId,
         name: part.name,
         content: text,
-        isError: record.winnerIsError,
-        status: record.winnerStatus,
+        isError: winner.isError === true,
+        status: winner.status,
         synthetic: false,
       };
     }
@@ -281,7 +314,8 @@ export class Assembler {
   }
 
   private toolCallPart(record: CallRecord): RenderedToolCallPart {
-    for (const reason of record.coercions) {
+    const { input, json, coercions } = record.input!;
+    for (const reason of coercions) {
       this.coercedInputs.push({ callId: record.callId, reason });
     }
     return {
@@ -289,8 +323,17 @@ export class Assembler {
       id: record.projectedId,
       canonicalId: record.callId,
       name: record.name,
-      input: record.input!,
-      arguments: record.arguments,
+      input,
+      arguments: json,
     };
   }
+}
+
+/** Kimi's `reasoning_content`: the texts of the message's thinking blocks, in order. */
+function reasoningText(thinking: ReusedList<PositionedThinking>): string {
+  let text = "";
+  for (let index = 0; index < thinking.length; index++) {
+    text = index === 0 ? thinking.get(index).text : text + REASONING_SEPARATOR + thinking.get(index).text;
+  }
+  return text;
 }

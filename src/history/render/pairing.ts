@@ -14,7 +14,7 @@
  * Each call's projected id is assigned here too, batch by batch (ids.ts), as calls are first seen.
  */
 import type { HistoryBlock, ToolCallBlock, ToolResponseBlock, ToolResponseStatus } from "../model.js";
-import { NO_COERCIONS, serializeInput, type CoercionReason } from "./call-input.js";
+import { serializeInput, type SerializedInput } from "./call-input.js";
 import { IdProjector, type IdHolders, type ProjectionTarget } from "./ids.js";
 import type { IdFormat } from "./profiles.js";
 import { createToolNameSanitizer } from "./tool-names.js";
@@ -37,29 +37,25 @@ export type ResultDecision = {
   reason: DedupeReason;
 };
 
-/** Everything known about one canonical call id. Fields are only ever set once, except the winner's. */
+/**
+ * Everything known about one canonical call id. Fields are only ever set once, except the winner's.
+ * Kept small (one is made per call on every render): what a block already holds is read from it.
+ */
 export class CallRecord implements ProjectionTarget {
   call: CallBlock | undefined = undefined;
   /** Array index of the call block; -1 while no call was seen. */
   callIndex = -1;
   /** The name the provider sees (sanitized). */
   name = "";
-  /** Copied from the call block, with its input as sent: later passes read the record, not the block. */
-  providerCallId: string | undefined = undefined;
-  input: Record<string, unknown> | undefined = undefined;
-  /** `input` as JSON. */
-  arguments = "";
-  coercions: readonly CoercionReason[] = NO_COERCIONS;
+  /** The call's input as sent, its JSON and what was coerced (call-input.ts). */
+  input: SerializedInput | undefined = undefined;
   projectedId = "";
   idKept = false;
   /** The call whose projected id is this record's canonical id (usually the record itself). */
   idHolder: CallRecord | undefined = undefined;
-  /** The result winning so far: its array index (-1 while there is none), position and content. */
+  /** The result winning so far and its array index (-1 while there is none). */
   winnerIndex = -1;
-  winnerPosition = -1;
-  winnerStatus: ToolResponseStatus = "interrupted";
-  winnerResult = "";
-  winnerIsError = false;
+  winner: ResultBlock | undefined = undefined;
   firstResultIndex = -1;
   firstResultPosition = -1;
   /** One entry per later result of this id, in history order; undefined while there is none. */
@@ -67,16 +63,17 @@ export class CallRecord implements ProjectionTarget {
 
   constructor(readonly callId: string) {}
 
+  get providerCallId(): string | undefined {
+    return this.call?.providerCallId;
+  }
+
   get hasResult(): boolean {
     return this.winnerIndex !== -1;
   }
 
   setWinner(block: ResultBlock, index: number): void {
     this.winnerIndex = index;
-    this.winnerPosition = block.position;
-    this.winnerStatus = block.status;
-    this.winnerResult = block.result;
-    this.winnerIsError = block.isError === true;
+    this.winner = block;
   }
 }
 
@@ -129,8 +126,9 @@ export class HistoryIndex implements IdHolders {
   /**
    * What each block is to the second pass, by array index (`BlockStep`): it reads the text and
    * thinking blocks again and takes calls and results from the records, never from their blocks.
+   * One byte a block, sized to the history (a growing array would be copied as it grows).
    */
-  readonly steps: BlockStep[] = [];
+  steps = new Uint8Array(0);
   readonly duplicateCalls: RenderDiagnostics["duplicateCalls"] = [];
   readonly renamedTools: RenderDiagnostics["renamedTools"] = [];
   /** Dedupe decisions about ids that have a call, and ids with results but no call. */
@@ -191,6 +189,8 @@ export class HistoryIndex implements IdHolders {
   add(blocks: readonly HistoryBlock[], frozenBefore: number, stretchBlocks: number): IndexOutcome {
     const firstNewCall = this.callOrder.length;
     const stretchEnd = this.blockCount + stretchBlocks;
+    if (this.steps.length < blocks.length) this.growSteps(blocks.length);
+    const steps = this.steps;
     for (let index = this.blockCount; index < blocks.length; index++) {
       const block = blocks[index]!;
       if (index >= stretchEnd && block.kind === "text" && block.role === "user") break;
@@ -199,17 +199,24 @@ export class HistoryIndex implements IdHolders {
       if (block.kind === "tool_call") {
         const step = this.addCall(block, index);
         if (step === undefined) return "conflict";
-        this.steps.push(step);
+        steps[index] = step;
       } else if (block.kind === "tool_response") {
         if (!this.addResult(block, index, frozenBefore)) return "conflict";
-        this.steps.push(BlockStep.result);
+        steps[index] = BlockStep.result;
       } else {
-        this.steps.push(BlockStep.content);
+        steps[index] = BlockStep.content;
       }
       this.blockCount = index + 1;
     }
     if (firstNewCall < this.callOrder.length) this.projector.generate(this.callOrder, firstNewCall);
     return "indexed";
+  }
+
+  /** Room for `blockCount` steps; a session's history grows a turn at a time, so room is doubled. */
+  private growSteps(blockCount: number): void {
+    const steps = new Uint8Array(Math.max(blockCount, this.steps.length * 2));
+    steps.set(this.steps.subarray(0, this.blockCount));
+    this.steps = steps;
   }
 
   /**
@@ -225,11 +232,7 @@ export class HistoryIndex implements IdHolders {
     }
     record.call = block;
     record.callIndex = index;
-    record.providerCallId = block.providerCallId;
-    const serialized = serializeInput(block);
-    record.input = serialized.input;
-    record.arguments = serialized.json;
-    record.coercions = serialized.coercions;
+    record.input = serializeInput(block);
     record.name = this.sanitize(block.name);
     if (record.name !== block.name) {
       this.renamedTools.push({ callId: block.callId, from: block.name, to: record.name });
@@ -254,7 +257,8 @@ export class HistoryIndex implements IdHolders {
       if (record.call === undefined) this.orphanCount++;
       return true;
     }
-    const currentRank = resultRank(record.winnerStatus);
+    const winner = record.winner!;
+    const currentRank = resultRank(winner.status);
     const replaced = resultRank(block.status) > currentRank;
     if (replaced && frozen) return false;
     const reason: DedupeReason = replaced
@@ -268,10 +272,10 @@ export class HistoryIndex implements IdHolders {
       index,
       position: block.position,
       replaced,
-      keptPosition: replaced ? block.position : record.winnerPosition,
-      keptStatus: replaced ? block.status : record.winnerStatus,
-      droppedPosition: replaced ? record.winnerPosition : block.position,
-      droppedStatus: replaced ? record.winnerStatus : block.status,
+      keptPosition: replaced ? block.position : winner.position,
+      keptStatus: replaced ? block.status : winner.status,
+      droppedPosition: replaced ? winner.position : block.position,
+      droppedStatus: replaced ? winner.status : block.status,
       reason,
     };
     if (record.decisions === undefined) record.decisions = [decision];
