@@ -16,6 +16,8 @@ const FOLLOW_UP_SLICE_MS = 1;
 const FIRST_FOLLOW_UPS_PER_SLICE = 16;
 /** The most follow-ups one turn of the event loop runs. */
 const MAX_FOLLOW_UPS_PER_SLICE = 256;
+/** Run follow-ups a long burst drops from its queue once there are this many. */
+const COMPACT_FOLLOW_UPS_AFTER = 1_024;
 
 /** A scheduled entry; `cancel` is idempotent and harmless once it has fired. */
 export type ScheduledTimer = { cancel(): void };
@@ -38,11 +40,9 @@ export class DeadlineTimers {
   /** What fired entries handed back, not yet run (FIFO; `nextFollowUp` is the head). */
   private readonly followUps: (() => void)[] = [];
   private nextFollowUp = 0;
-  private followUpsScheduled = false;
-  /** How many follow-ups the next turn of the event loop runs (see `runFollowUps`). */
+  private shareScheduled = false;
+  /** How many follow-ups the next turn of the event loop runs (see `scheduleShare`). */
   private followUpsPerSlice = FIRST_FOLLOW_UPS_PER_SLICE;
-  /** When the last share of a burst's follow-ups started; undefined between bursts. */
-  private sliceStartedAt: number | undefined;
 
   constructor(
     /** A monotonic clock in ms: a wall clock set forward would fire every deadline at once. */
@@ -131,41 +131,54 @@ export class DeadlineTimers {
 
   /**
    * Runs a share of the follow-ups; the rest run in later turns of the event loop (its check phase),
-   * after the timers due meanwhile have fired. A follow-up's own call is cheap, but the promise
-   * continuations it sets off (a result, its events, its history) run before anything else, so the
-   * share is sized by what a whole turn of the loop took: halved when the last one took more than
-   * twice FOLLOW_UP_SLICE_MS, doubled when it took less than that. A lone deadline's follow-up runs at
-   * once, and a burst's work cannot hold up the deadlines that fall due while it is done.
+   * after the timers due meanwhile have fired. A lone deadline's follow-up runs at once, and a burst's
+   * work cannot hold up the deadlines that fall due while it is done.
    */
   private runFollowUps(): void {
     const startedAt = this.clockMs();
-    if (this.sliceStartedAt !== undefined) {
-      const loopTurnMs = startedAt - this.sliceStartedAt;
-      if (loopTurnMs > 2 * FOLLOW_UP_SLICE_MS)
-        this.followUpsPerSlice = Math.max(1, this.followUpsPerSlice >> 1);
-      else if (loopTurnMs < FOLLOW_UP_SLICE_MS)
-        this.followUpsPerSlice = Math.min(MAX_FOLLOW_UPS_PER_SLICE, this.followUpsPerSlice * 2);
-    }
     const end = Math.min(this.followUps.length, this.nextFollowUp + this.followUpsPerSlice);
     while (this.nextFollowUp < end) {
       guarded(this.followUps[this.nextFollowUp++] as () => void);
       if (this.clockMs() - startedAt >= FOLLOW_UP_SLICE_MS) break;
     }
-    if (this.nextFollowUp < this.followUps.length) {
-      this.sliceStartedAt = startedAt;
-      if (!this.followUpsScheduled) {
-        this.followUpsScheduled = true;
-        setImmediate(() => {
-          this.followUpsScheduled = false;
-          this.runFollowUps();
-        });
-      }
+    if (this.nextFollowUp >= this.followUps.length) {
+      this.followUpsPerSlice = FIRST_FOLLOW_UPS_PER_SLICE;
+      this.followUps.length = 0;
+      this.nextFollowUp = 0;
       return;
     }
-    this.sliceStartedAt = undefined;
-    this.followUpsPerSlice = FIRST_FOLLOW_UPS_PER_SLICE;
-    this.followUps.length = 0;
-    this.nextFollowUp = 0;
+    // a long burst does not keep the follow-ups it has run
+    if (this.nextFollowUp >= COMPACT_FOLLOW_UPS_AFTER) {
+      this.followUps.splice(0, this.nextFollowUp);
+      this.nextFollowUp = 0;
+    }
+    this.scheduleShare();
+  }
+
+  /**
+   * Queues the next share, and right behind it an immediate that sizes the one after: a follow-up's own
+   * call is cheap, but the promise continuations it sets off (a result, its events, its history) run
+   * before anything else, and they run between the two immediates — nothing else of the event loop
+   * does. The share is halved when that took more than twice FOLLOW_UP_SLICE_MS and doubled when it
+   * took less than FOLLOW_UP_SLICE_MS, so a busy server (other turns, I/O) does not shrink it.
+   */
+  private scheduleShare(): void {
+    if (this.shareScheduled) return;
+    this.shareScheduled = true;
+    let startedAt = 0;
+    setImmediate(() => {
+      this.shareScheduled = false;
+      startedAt = this.clockMs();
+      this.runFollowUps();
+    });
+    setImmediate(() => {
+      // the burst is over: the next one starts from the first share again
+      if (this.followUps.length === 0) return;
+      const tookMs = this.clockMs() - startedAt;
+      if (tookMs > 2 * FOLLOW_UP_SLICE_MS) this.followUpsPerSlice = Math.max(1, this.followUpsPerSlice >> 1);
+      else if (tookMs < FOLLOW_UP_SLICE_MS)
+        this.followUpsPerSlice = Math.min(MAX_FOLLOW_UPS_PER_SLICE, this.followUpsPerSlice * 2);
+    });
   }
 }
 

@@ -104,41 +104,58 @@ describe("DeadlineTimers", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it("gives a burst's later turns fewer follow-ups when what they set off took long, and more when not", async () => {
-    // each follow-up is quick itself but sets off half a "millisecond" of promise continuations
-    let sliceClockMs = 0;
-    const timers = new DeadlineTimers(Date.now, () => sliceClockMs);
+  /** Schedules `count` entries due in `delayMs` whose follow-ups call `followUp`; returns their count so far. */
+  function burst(timers: DeadlineTimers, count: number, delayMs: number, followUp: () => void) {
     let followedUp = 0;
-    for (let index = 0; index < 40; index++) {
-      timers.schedule(50, () => () => {
+    for (let index = 0; index < count; index++) {
+      timers.schedule(delayMs, () => () => {
         followedUp++;
-        queueMicrotask(() => (sliceClockMs += 0.5));
+        followUp();
       });
     }
-    const perTurn: number[] = [];
-    await vi.advanceTimersByTimeAsync(50);
-    perTurn.push(followedUp);
-    while (followedUp < 40) {
-      const before = followedUp;
+    return () => followedUp;
+  }
+
+  /** How many follow-ups each turn of the event loop ran (one fake millisecond each) until `count`. */
+  async function sharesUntil(count: number, followedUp: () => number, firstMs: number): Promise<number[]> {
+    await vi.advanceTimersByTimeAsync(firstMs);
+    const shares = [followedUp()];
+    while (followedUp() < count) {
+      const before = followedUp();
       await vi.advanceTimersByTimeAsync(1);
-      perTurn.push(followedUp - before);
+      shares.push(followedUp() - before);
     }
-    // 16 took 8 ms: halve while a turn takes over 2 ms (8, 4), hold at 4 (2 ms), and so on to the end
-    expect(perTurn).toEqual([16, 8, 4, 4, 4, 4]);
+    return shares;
+  }
+
+  it("gives a burst's later turns fewer follow-ups when what they set off took long, and more when not", async () => {
+    let sliceClockMs = 0;
+    const timers = new DeadlineTimers(Date.now, () => sliceClockMs);
+    // each follow-up is quick itself but sets off half a "millisecond" of promise continuations
+    const slow = burst(timers, 60, 50, () => queueMicrotask(() => (sliceClockMs += 0.5)));
+    // the first share runs with the deadlines (not measured); 16 then took 8 ms: halve while a share
+    // takes over 2 ms (8, 4), then hold at 4 (2 ms)
+    expect(await sharesUntil(60, slow, 50)).toEqual([16, 16, 8, 4, 4, 4, 4, 4]);
 
     // follow-ups that set nothing off double their share each turn of the loop
-    sliceClockMs = 0;
-    let quick = 0;
-    for (let index = 0; index < 100; index++) timers.schedule(10, () => () => void quick++);
-    const quickPerTurn: number[] = [];
-    await vi.advanceTimersByTimeAsync(10);
-    quickPerTurn.push(quick);
-    while (quick < 100) {
-      const before = quick;
-      await vi.advanceTimersByTimeAsync(1);
-      quickPerTurn.push(quick - before);
-    }
-    expect(quickPerTurn).toEqual([16, 32, 52]);
+    const quick = burst(timers, 100, 10, () => {});
+    expect(await sharesUntil(100, quick, 10)).toEqual([16, 16, 32, 36]);
+  });
+
+  it("does not shrink a burst's share for time the rest of the event loop takes", async () => {
+    let sliceClockMs = 0;
+    const timers = new DeadlineTimers(Date.now, () => sliceClockMs);
+    // other work (streams, I/O) takes 3 "milliseconds" of every turn of the event loop
+    let busy = true;
+    const otherWork = () => {
+      sliceClockMs += 3;
+      if (busy) setImmediate(otherWork);
+    };
+    setImmediate(otherWork);
+    const followedUp = burst(timers, 200, 50, () => {});
+    expect(await sharesUntil(200, followedUp, 50)).toEqual([16, 16, 32, 64, 72]);
+    busy = false;
+    await vi.advanceTimersByTimeAsync(1);
   });
 
   it("fires nothing early when the wall clock is set forward", async () => {
