@@ -1,8 +1,8 @@
 /**
  * The durable write boundary: writes are queued as they happen and committed together — everything
- * queued in one tick in one transaction, at most `MAX_OPS_PER_BATCH` writes at a time — and whoever must not act before its writes are durable
- * (the event bus, which sends an event only once it is stored) registers a callback that runs after
- * the commit holding them.
+ * queued in one tick in one transaction, or sooner, at the next microtask, once `MAX_OPS_PER_BATCH`
+ * writes wait — and whoever must not act before its writes are durable (the event bus, which sends an
+ * event only once it is stored) registers a callback that runs after the commit holding them.
  *
  * `commit` may return a promise (a networked database): batches then commit one at a time, in
  * order, and the turn code does not change. The SQLite store commits synchronously, which also lets
@@ -19,7 +19,7 @@ export type WriteQueueOptions<Op> = {
   schedule?: (flush: () => void) => { cancel: () => void };
 };
 
-/** Writes after which a batch is committed without waiting for the end of the tick. */
+/** Writes after which a batch is committed at the next microtask instead of the end of the tick. */
 export const MAX_OPS_PER_BATCH = 512;
 
 const nextTick = (flush: () => void) => {

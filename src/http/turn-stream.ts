@@ -21,7 +21,7 @@ export type TurnStreamDeps = { manager: TurnManager; store: HistoryStore; pingIn
 export function hasEverything(deps: TurnStreamDeps, turnId: string, afterSeq: number): boolean {
   const active = deps.manager.get(turnId);
   if (active && !active.finished) return false;
-  // the event log is complete once the turn is finished: its end commits at once (lastEventSeq reads it)
+  // the event log is complete once the turn is finished: lastEventSeq commits what is queued, its end too
   return afterSeq >= deps.store.lastEventSeq(turnId);
 }
 

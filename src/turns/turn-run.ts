@@ -2,7 +2,7 @@
  * One running turn: its signals, timers, running calls, followers and its single end. The
  * TurnManager keeps the registry and decides *why* a turn ends; the TurnRun makes sure it ends once:
  * `claimEnd()` succeeds for exactly one caller, `release()` clears every timer, and `done` resolves
- * to the turn's outcome once the loop has returned and the terminal event has been delivered.
+ * to the turn's outcome once the loop has returned and every follower has had the terminal event.
  */
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
