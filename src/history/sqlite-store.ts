@@ -9,6 +9,9 @@
  * it, so what a client was sent is always durable. Reads from the database first commit what is
  * queued, so they see every write.
  *
+ * A file store holds the database for its process (`lockDatabase`) and leaves WAL checkpoints to a
+ * worker thread (`WalCheckpointer`), so a commit never waits for one.
+ *
  * Tool results are written the moment they are known (a crash loses nothing that finished and was
  * sent), yet history reads back in call order: storing an assistant message reserves one position per
  * call for its response.
@@ -54,21 +57,21 @@ import {
   type TurnOutcome,
   type TurnPage,
 } from "./store.js";
+import { lockDatabase, type ProcessLock } from "./process-lock.js";
+import { WalCheckpointer, type CheckpointReport } from "./wal-checkpointer.js";
 import { WriteQueue } from "./write-queue.js";
 
 /** Sessions kept in memory beyond those with a running turn (least recently used go first). */
 const DEFAULT_CACHED_SESSIONS = 1_000;
 
+/** How often the WAL checkpointer copies the log into the database file while there are commits. */
+const CHECKPOINT_INTERVAL_MS = 1_000;
 /**
- * WAL pages (4 KiB each) after which a commit copies the WAL into the database file (SQLite's default
- * is 1,000). A checkpoint costs two fsyncs and a write of every page changed since the last one, and
- * turns change pages all over the file (their ids are random), so rarer checkpoints cost far less per
- * turn: measured per one-call turn, about half the commit. The WAL file grows to about 64 MiB.
+ * WAL pages (4 KiB each) past which the server's connection copies the last few itself so the log
+ * starts over (see wal-checkpointer.ts); the WAL file is cut back to WAL_FILE_LIMIT_BYTES then.
  */
-const WAL_AUTOCHECKPOINT_PAGES = 16_000;
-
-/** A file store with no commit for this long checkpoints its WAL, so a burst's checkpoint waits for quiet. */
-export const IDLE_CHECKPOINT_MS = 1_000;
+const WAL_LIMIT_PAGES = 16_000;
+const WAL_FILE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export type SqliteStoreOptions = {
   now?: () => number;
@@ -76,6 +79,12 @@ export type SqliteStoreOptions = {
   onWriteError?: (error: unknown, detail: string) => void;
   /** How many idle sessions stay in memory. */
   cachedSessions?: number;
+  /** File stores: how often the WAL is checkpointed while there are commits (default 1 s). */
+  checkpointIntervalMs?: number;
+  /** File stores: WAL pages past which the server's connection catches up itself (default 16,000). */
+  walLimitPages?: number;
+  /** File stores: told after each background checkpoint. */
+  onCheckpoint?: (report: CheckpointReport) => void;
 };
 
 export class SqliteHistoryStore implements HistoryStore {
@@ -90,22 +99,30 @@ export class SqliteHistoryStore implements HistoryStore {
   private readonly cachedSessions: number;
   /** Removes a session and everything of it, in one transaction. */
   private readonly removeSession: (id: string) => boolean;
-  /** Checkpoints the WAL once no commit came for `IDLE_CHECKPOINT_MS` (file stores only). */
-  private readonly idleCheckpoint: NodeJS.Timeout | undefined;
+  /** File stores: this process's hold on the database, and its WAL checkpoints. */
+  private readonly lock: ProcessLock | undefined;
+  private readonly checkpointer: WalCheckpointer | undefined;
 
   /** Opens (creating if needed) the database at `filename` and applies pending migrations. */
   constructor(filename: string, options: SqliteStoreOptions = {}) {
-    if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true });
-    this.db = new BetterSqlite3(filename);
-    // One process owns the database: EXCLUSIVE locking makes a second server on the same DATA_DIR fail
-    // at start-up instead of both writing (and recovering each other's live turns as crashed).
-    if (filename !== ":memory:") this.db.pragma("locking_mode = EXCLUSIVE");
+    const inFile = filename !== ":memory:";
+    if (inFile) mkdirSync(dirname(filename), { recursive: true });
+    // one process owns the database: a second server on the same DATA_DIR fails here, before touching it
+    this.lock = inFile ? lockDatabase(filename) : undefined;
+    try {
+      this.db = new BetterSqlite3(filename);
+    } catch (error) {
+      this.lock?.release();
+      throw error;
+    }
     this.db.pragma("journal_mode = WAL");
     // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9), which is the
-    // failure this server must tolerate; only an OS crash or power loss may lose the commits since the
-    // last checkpoint (the WAL is fsynced when it is checkpointed).
+    // failure this server must tolerate; only an OS crash or power loss may lose the commits not yet
+    // checkpointed (the WAL is fsynced when it is checkpointed, about once a second).
     this.db.pragma("synchronous = NORMAL");
-    this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    // checkpoints run on the checkpointer's connection, never inside one of this connection's commits
+    this.db.pragma("wal_autocheckpoint = 0");
+    this.db.pragma(`journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
     this.db.pragma("foreign_keys = ON");
     this.db.pragma("busy_timeout = 1000");
     migrate(this.db);
@@ -119,20 +136,26 @@ export class SqliteHistoryStore implements HistoryStore {
     const commitBatch = this.db.transaction((ops: readonly WriteOp[]) =>
       writeBatch(statements, chunks, ops, onWriteError),
     );
-    const checkpoint = () => {
-      try {
-        if (this.db.open) this.db.pragma("wal_checkpoint(PASSIVE)");
-      } catch (error) {
-        onWriteError(error, "WAL checkpoint");
-      }
-    };
-    this.idleCheckpoint =
-      filename === ":memory:" ? undefined : setTimeout(checkpoint, IDLE_CHECKPOINT_MS).unref();
+    this.checkpointer = inFile
+      ? new WalCheckpointer(filename, {
+          intervalMs: options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS,
+          walLimitPages: options.walLimitPages ?? WAL_LIMIT_PAGES,
+          catchUp: () => {
+            try {
+              if (this.db.open) this.db.pragma("wal_checkpoint(PASSIVE)");
+            } catch (error) {
+              onWriteError(error, "WAL checkpoint");
+            }
+          },
+          onError: (error) => onWriteError(error, "WAL checkpoint"),
+          onCheckpoint: options.onCheckpoint,
+        })
+      : undefined;
     this.queue = new WriteQueue<WriteOp>({
       commit: (ops) => {
         if (!this.db.open) throw new Error("the database is closed");
         commitBatch(ops);
-        this.idleCheckpoint?.refresh();
+        this.checkpointer?.noteCommit();
       },
       onError: (error, ops) => onWriteError(error, `batch of ${ops.length} writes`),
     });
@@ -410,8 +433,10 @@ export class SqliteHistoryStore implements HistoryStore {
   close(): void {
     if (!this.db.open) return;
     this.flush();
-    clearTimeout(this.idleCheckpoint);
+    // the checkpointer's connection closes first, so this one, the last, checkpoints and removes the WAL
+    this.checkpointer?.close();
     this.db.close();
+    this.lock?.release();
   }
 
   private selectSession(id: string): SessionRow | undefined {

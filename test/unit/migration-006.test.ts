@@ -12,7 +12,7 @@ import BetterSqlite3, { type Database } from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
 import { prepareStatements } from "../../src/history/sqlite-rows.js";
-import { IDLE_CHECKPOINT_MS, SqliteHistoryStore } from "../../src/history/sqlite-store.js";
+import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
 
 let directory: string;
 let file: string;
@@ -297,27 +297,5 @@ describe("multi-row INSERTs", () => {
     expect(stored.map((row) => row.seq)).toEqual(Array.from({ length: count + 1 }, (_, index) => index + 1));
     expect(stored[1]).toMatchObject({ text: "first" });
     expect(errors).toEqual(["event row"]);
-  });
-});
-
-describe("WAL checkpoints", () => {
-  it("checkpoints a file store once no commit came for IDLE_CHECKPOINT_MS", () => {
-    vi.useFakeTimers();
-    const store = open();
-    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(16_000);
-    const pragma = vi.spyOn(store.db, "pragma");
-    const checkpoints = () =>
-      pragma.mock.calls.filter(([source]) => source === "wal_checkpoint(PASSIVE)").length;
-
-    store.createSession("ses_1", "default");
-    store.flush();
-    vi.advanceTimersByTime(IDLE_CHECKPOINT_MS - 1);
-    store.renameSession("ses_1", "busy"); // a commit: the quiet starts again
-    vi.advanceTimersByTime(IDLE_CHECKPOINT_MS - 1);
-    expect(checkpoints()).toBe(0);
-    vi.advanceTimersByTime(1);
-    expect(checkpoints()).toBe(1);
-    vi.advanceTimersByTime(10 * IDLE_CHECKPOINT_MS);
-    expect(checkpoints()).toBe(1);
   });
 });
