@@ -1,6 +1,7 @@
 /**
- * Starts bench/hono-baseline.ts as a child process (`node --import tsx`, as the reins server runs) on a
- * free loopback port, waits for its "listening" line, and hands it over as a BenchServer.
+ * Starts bench/hono-baseline.ts as a child process (`node --import tsx`: its own few lines make one
+ * function per request, so tsx costs it next to nothing; Hono and the node server are their published
+ * builds) on a free loopback port, waits for its "listening" line, and hands it over as a BenchServer.
  */
 import { spawn } from "node:child_process";
 import type { TurnEvent } from "../src/events.js";

@@ -35,9 +35,9 @@ type InProcessReport = {
 
 export async function measureInProcess(print: Print, section: number): Promise<void> {
   const counter = new WorkloadCounter();
-  const reinsMemory = createReinsInProcess("memory", counter);
+  const reinsMemory = await createReinsInProcess("memory", counter);
   try {
-    const reinsFile = createReinsInProcess("file", counter);
+    const reinsFile = await createReinsInProcess("file", counter);
     try {
       const contenders: Contender[] = [
         { label: "a bare JS loop (the floor)", kind: "floor", turnOf: (cell) => bareLoopTurn(cell, counter) },
@@ -79,7 +79,7 @@ function printHeader(print: Print, section: number): void {
       `${CALLS_PER_REPETITION} calls per runtime and cell per round (${CELLS.map((cell) => `${CALLS_PER_REPETITION / callsPerTurn(cell)} turns of ${cellLabel(cell)}`).join(", ")})`,
   );
   print(
-    `   reins: createRuntime (default configuration, silent logger) + manager.startTurn + turn.done, a new session per turn; ` +
+    `   reins: the built package (dist/), createRuntime (default configuration, silent logger) + manager.startTurn + turn.done, a new session per turn; ` +
       `every turn checked (completed, K·S calls)`,
   );
 }

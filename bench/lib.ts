@@ -80,8 +80,8 @@ export type ServerProcess = {
 const liveServers = new Set<BenchServer>();
 
 /**
- * Starts the server as the tests do (test/helpers/server.ts: `node --import tsx src/main.ts` on a free
- * loopback port with a fresh data directory), adding what a benchmark needs: the process's CPU time
+ * Starts the built server as the Docker image runs it (`node dist/main.js`, through test/helpers/server.ts
+ * on a free loopback port with a fresh data directory, as the tests do), adding what a benchmark needs: the process's CPU time
  * and memory, and a stop that escalates from SIGTERM to SIGKILL and always removes the data directory.
  */
 export async function startServer(label: string, environment: Record<string, string>): Promise<BenchServer> {
@@ -90,6 +90,7 @@ export async function startServer(label: string, environment: Record<string, str
     handle = await startServerProcess({
       env: { LOG_LEVEL: "info", ...environment },
       timeoutMs: SERVER_START_LIMIT_MS,
+      built: true,
     });
   } catch (error) {
     throw new Error(`${label} server did not start: ${(error as Error).message}`, { cause: error });

@@ -1,25 +1,28 @@
 /**
- * reins in the in-process comparison, through its public library surface only: `createRuntime` with
+ * reins in the in-process comparison, through its public library surface only — the built package
+ * (`dist/`, which `npm run bench` builds first), as a library user or the Docker image runs it; the
+ * peers run their published builds too. (Sources run through tsx pay esbuild's `keepNames` on every
+ * function made, which the build does not.) `createRuntime` with
  * one fake `ModelEngine` per cell (the workload's stateless model, reading the tool results of the
  * current turn from `request.history`) and the no-op tool, then `manager.startTurn` and `turn.done`.
  * Two stores: SQLite in memory, and a SQLite file in a fresh temporary data directory.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
+import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import {
-  createMemoryHistoryStore,
-  createRuntime,
-  parseConfig,
-  type HistoryBlock,
-  type ModelEngine,
-  type ModelEvent,
-  type ModelRequest,
-  type Runtime,
-  type ToolDefinition,
+import type * as ReinsPackage from "../src/index.js";
+import type {
+  HistoryBlock,
+  ModelEngine,
+  ModelEvent,
+  ModelRequest,
+  Runtime,
+  ToolDefinition,
 } from "../src/index.js";
+import { PROJECT_ROOT } from "../test/helpers/server.js";
 import {
   CELLS,
   NOOP_RESULT,
@@ -100,7 +103,11 @@ function noopTool(counter: WorkloadCounter): ToolDefinition {
  * A runtime with the default configuration (as `npm start` has it, LOG_LEVEL aside: the logger is
  * silent, as a library user's would be in a hot loop) and the chosen store.
  */
-export function createReinsInProcess(storeKind: ReinsStoreKind, counter: WorkloadCounter): ReinsInProcess {
+export async function createReinsInProcess(
+  storeKind: ReinsStoreKind,
+  counter: WorkloadCounter,
+): Promise<ReinsInProcess> {
+  const { createMemoryHistoryStore, createRuntime, parseConfig } = await loadBuiltPackage();
   const dataDir = mkdtempSync(join(tmpdir(), "reins-bench-"));
   const { config } = parseConfig({ dataDir, logLevel: "silent" });
   let runtime: Runtime;
@@ -146,4 +153,11 @@ export function createReinsInProcess(storeKind: ReinsStoreKind, counter: Workloa
       }
     },
   };
+}
+
+/** The built package's entry; `npm run build` makes it (and `npm run bench` runs that first). */
+async function loadBuiltPackage(): Promise<typeof ReinsPackage> {
+  const entry = join(PROJECT_ROOT, "dist", "index.js");
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` (npm run bench does)`);
+  return (await import(pathToFileURL(entry).href)) as typeof ReinsPackage;
 }

@@ -1,6 +1,7 @@
 /**
- * Starts the real server as a child process (`node --import tsx src/main.ts`) on a free port with a
- * fresh data directory, and waits for its "listening" log line. Tests talk to it over a real socket.
+ * Starts the real server as a child process (`node --import tsx src/main.ts`, or the build's
+ * `node dist/main.js` as the Docker image runs it) on a free port with a fresh data directory, and
+ * waits for its "listening" log line. Tests talk to it over a real socket.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -21,11 +22,18 @@ export type ServerHandle = {
   cleanup(): void;
 };
 
-export type StartOptions = { env?: Record<string, string>; dataDir?: string; timeoutMs?: number };
+export type StartOptions = {
+  env?: Record<string, string>;
+  dataDir?: string;
+  timeoutMs?: number;
+  /** Run the build (`dist/main.js`, made by `npm run build`) instead of the sources through tsx. */
+  built?: boolean;
+};
 
 export async function startServer(options: StartOptions = {}): Promise<ServerHandle> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "reins-test-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const entry = options.built ? ["dist/main.js"] : ["--import", "tsx", "src/main.ts"];
+  const child = spawn(process.execPath, entry, {
     cwd: PROJECT_ROOT,
     env: {
       PATH: process.env.PATH ?? "",
