@@ -105,27 +105,9 @@ export class SqliteHistoryStore implements HistoryStore {
 
   /** Opens (creating if needed) the database at `filename` and applies pending migrations. */
   constructor(filename: string, options: SqliteStoreOptions = {}) {
-    const inFile = filename !== ":memory:";
-    if (inFile) mkdirSync(dirname(filename), { recursive: true });
-    // one process owns the database: a second server on the same DATA_DIR fails here, before touching it
-    this.lock = inFile ? lockDatabase(filename) : undefined;
-    try {
-      this.db = new BetterSqlite3(filename);
-    } catch (error) {
-      this.lock?.release();
-      throw error;
-    }
-    this.db.pragma("journal_mode = WAL");
-    // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9), which is the
-    // failure this server must tolerate; only an OS crash or power loss may lose the commits not yet
-    // checkpointed (the WAL is fsynced when it is checkpointed, about once a second).
-    this.db.pragma("synchronous = NORMAL");
-    // checkpoints run on the checkpointer's connection, never inside one of this connection's commits
-    this.db.pragma("wal_autocheckpoint = 0");
-    this.db.pragma(`journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
-    this.db.pragma("foreign_keys = ON");
-    this.db.pragma("busy_timeout = 1000");
-    migrate(this.db);
+    const opened = openDatabase(filename);
+    this.db = opened.db;
+    this.lock = opened.lock;
     this.now = options.now ?? Date.now;
     this.cachedSessions = options.cachedSessions ?? DEFAULT_CACHED_SESSIONS;
     this.statements = prepareStatements(this.db);
@@ -136,10 +118,15 @@ export class SqliteHistoryStore implements HistoryStore {
     const commitBatch = this.db.transaction((ops: readonly WriteOp[]) =>
       writeBatch(statements, chunks, ops, onWriteError),
     );
-    this.checkpointer = inFile
+    const walLimitPages = options.walLimitPages ?? WAL_LIMIT_PAGES;
+    this.checkpointer = this.lock
       ? new WalCheckpointer(filename, {
           intervalMs: options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS,
-          walLimitPages: options.walLimitPages ?? WAL_LIMIT_PAGES,
+          walLimitPages,
+          onStopped: (error) => {
+            onWriteError(error, "WAL checkpointer (checkpoints are back on the server's connection)");
+            if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${walLimitPages}`);
+          },
           catchUp: () => {
             try {
               if (this.db.open) this.db.pragma("wal_checkpoint(PASSIVE)");
@@ -552,6 +539,36 @@ function toSessionSummary(row: SessionSummaryRow): SessionSummary {
  * A session's title from its first user message: white space collapsed to single spaces, cut to
  * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half).
  */
+/**
+ * Opens the database — a file one only once this process holds its lock (a second server on the same
+ * DATA_DIR fails here, before touching it) — sets it up and migrates it; on failure nothing stays open.
+ */
+function openDatabase(filename: string): { db: Database; lock: ProcessLock | undefined } {
+  const inFile = filename !== ":memory:";
+  if (inFile) mkdirSync(dirname(filename), { recursive: true });
+  const lock = inFile ? lockDatabase(filename) : undefined;
+  let db: Database | undefined;
+  try {
+    db = new BetterSqlite3(filename);
+    db.pragma("journal_mode = WAL");
+    // NORMAL in WAL mode: a committed transaction survives a process crash (kill -9), which is the
+    // failure this server must tolerate; only an OS crash or power loss may lose the commits not yet
+    // checkpointed (the WAL is fsynced when it is checkpointed, about once a second).
+    db.pragma("synchronous = NORMAL");
+    // checkpoints run on the checkpointer's connection, never inside one of this connection's commits
+    db.pragma("wal_autocheckpoint = 0");
+    db.pragma(`journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
+    db.pragma("foreign_keys = ON");
+    db.pragma("busy_timeout = 1000");
+    migrate(db);
+    return { db, lock };
+  } catch (error) {
+    db?.close();
+    lock?.release();
+    throw error;
+  }
+}
+
 export function automaticTitle(message: string): string {
   const characters = Array.from(message.replace(/\s+/g, " ").trim());
   return characters.slice(0, AUTOMATIC_TITLE_CHARS).join("");

@@ -2,14 +2,17 @@
  * WAL checkpoints off the event loop (src/history/wal-checkpointer.ts) on a real file store: the
  * server's connection never checkpoints inside a commit, a worker thread's connection copies the log
  * into the database file while there are commits, the server's connection catches up only past the WAL
- * limit, closing leaves no WAL behind, and one process holds the database.
+ * limit, closing leaves no WAL behind, a failed worker hands checkpoints back and holds up nothing,
+ * a store never closed does not keep its process alive, and one process holds the database.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SqliteHistoryStore, type SqliteStoreOptions } from "../../src/history/sqlite-store.js";
-import type { CheckpointReport } from "../../src/history/wal-checkpointer.js";
+import { CLOSE_WAIT_MS, type CheckpointReport } from "../../src/history/wal-checkpointer.js";
+import { PROJECT_ROOT } from "../helpers/server.js";
 
 let directory: string;
 let file: string;
@@ -96,6 +99,52 @@ describe("WAL checkpoints", () => {
     expect(reopened.getSession("late_9")).toBeDefined();
     expect(reopened.getSession("ses_0")).toBeDefined();
   });
+});
+
+describe("when the worker cannot run", () => {
+  /** Opens a store whose worker fails: the path it opens is a directory by the time it starts. */
+  function storeWithFailingWorker(errors: string[]) {
+    const { store } = open({ walLimitPages: 123, onWriteError: (_error, detail) => errors.push(detail) });
+    renameSync(file, `${file}.moved`);
+    mkdirSync(file);
+    return store;
+  }
+
+  it("checkpoints go back to the server's connection, so the WAL stays bounded", async () => {
+    const errors: string[] = [];
+    const store = storeWithFailingWorker(errors);
+    await vi.waitFor(() => expect(errors.join()).toContain("WAL checkpointer"));
+    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(123);
+  });
+
+  it("closing does not wait for a worker that has died before it could say so", () => {
+    const store = storeWithFailingWorker([]);
+    // the worker dies while this thread is busy, so its error cannot reach it before close()
+    const busyUntil = performance.now() + 500;
+    while (performance.now() < busyUntil);
+    opened.splice(0);
+    const startedAt = performance.now();
+    store.close();
+    // a close that waited for word from the dead worker would block this thread for CLOSE_WAIT_MS
+    expect(performance.now() - startedAt).toBeLessThan(CLOSE_WAIT_MS / 2);
+    expect(store.isReachable()).toBe(false);
+  });
+});
+
+describe("a store that is never closed", () => {
+  it("lets its process exit", () => {
+    const script = `
+      import { SqliteHistoryStore } from "./src/history/sqlite-store.ts";
+      const store = new SqliteHistoryStore(${JSON.stringify(join(directory, "unclosed.db"))});
+      store.createSession("ses_1", "default");
+      store.flush();`;
+    const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: PROJECT_ROOT,
+      timeout: 20_000,
+    });
+    expect(child.stderr.toString()).toBe("");
+    expect(child.status).toBe(0);
+  }, 30_000);
 });
 
 describe("one process per database", () => {
