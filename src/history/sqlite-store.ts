@@ -536,10 +536,6 @@ function toSessionSummary(row: SessionSummaryRow): SessionSummary {
 }
 
 /**
- * A session's title from its first user message: white space collapsed to single spaces, cut to
- * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half).
- */
-/**
  * Opens the database — a file one only once this process holds its lock (a second server on the same
  * DATA_DIR fails here, before touching it) — sets it up and migrates it; on failure nothing stays open.
  */
@@ -569,6 +565,10 @@ function openDatabase(filename: string): { db: Database; lock: ProcessLock | und
   }
 }
 
+/**
+ * A session's title from its first user message: white space collapsed to single spaces, cut to
+ * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half).
+ */
 export function automaticTitle(message: string): string {
   const characters = Array.from(message.replace(/\s+/g, " ").trim());
   return characters.slice(0, AUTOMATIC_TITLE_CHARS).join("");
