@@ -13,6 +13,7 @@ import { buildApp } from "./app.js";
 import { loadConfig } from "./config/load.js";
 import { ConfigError } from "./errors.js";
 import { createRuntime } from "./runtime.js";
+import { BatchedLogDestination } from "./observability/batched-log-destination.js";
 import { recoverInterruptedTurns } from "./turns/recovery.js";
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -56,9 +57,10 @@ function start(): void {
     throw error;
   }
   const { config, warnings, source } = loaded;
-  // Lines are written to stdout asynchronously (pino flushes what is left synchronously on exit): a
-  // synchronous write per line would stall the event loop — a turn's events, an abort — on the pipe.
-  const logger = pino({ level: config.logLevel }, pino.destination({ sync: false }));
+  // Lines are written to stdout asynchronously and together (what waits is written synchronously on
+  // exit): a synchronous write per line would stall the event loop — a turn's events, an abort — on the
+  // pipe, and an asynchronous one per line costs a write and its completion per line.
+  const logger = pino({ level: config.logLevel }, new BatchedLogDestination());
   for (const warning of warnings) logger.warn({ config: source }, warning);
 
   let runtime;
