@@ -119,8 +119,8 @@ function start(): void {
     clearTimeout(flushTimer);
     if ("closeAllConnections" in server) server.closeAllConnections();
     runtime.store.close();
+    // the log destination writes what it holds synchronously on exit, this line included
     logger.info("stopped");
-    logger.flush();
     process.exit(0);
   };
   process.on("exit", () => {

@@ -6,7 +6,7 @@ import {
   LOG_BATCH_BYTES,
   LOG_FLUSH_DELAY_MS,
 } from "../../src/observability/batched-log-destination.js";
-import { PROJECT_ROOT } from "../helpers/server.js";
+import { PROJECT_ROOT, startServer } from "../helpers/server.js";
 
 /** An output that records each write: asynchronous ones and synchronous ones apart. */
 function recordingOutput() {
@@ -119,4 +119,20 @@ describe("BatchedLogDestination on stdout, at exit", () => {
     );
     expect(messages(result.stdout)).toEqual(["line 0", "line 1", "line 2"]);
   });
+});
+
+describe("the server's log", () => {
+  it("holds every line up to the last one when the server stops on SIGTERM", async () => {
+    const server = await startServer();
+    try {
+      expect(await server.stop("SIGTERM")).toBe(0);
+      const messagesLogged = server
+        .logs()
+        .filter((line) => line.startsWith("{"))
+        .map((line) => (JSON.parse(line) as { msg: string }).msg);
+      expect(messagesLogged).toEqual(["listening", "shutting down", "stopped"]);
+    } finally {
+      server.cleanup();
+    }
+  }, 30_000);
 });
