@@ -1,8 +1,17 @@
 /**
- * The durable write boundary: writes are queued as they happen and committed together — everything
- * queued in one tick in one transaction, or sooner, at the next microtask, once `MAX_OPS_PER_BATCH`
- * writes wait — and whoever must not act before its writes are durable (the event bus, which sends an
- * event only once it is stored) registers a callback that runs after the commit holding them.
+ * The durable write boundary: writes are queued as they happen and committed together — what one tick
+ * queued in one transaction, or sooner, at the next microtask, once `MAX_OPS_PER_BATCH` writes wait —
+ * and whoever must not act before its writes are durable (the event bus, which sends an event only once
+ * it is stored) registers a callback that runs after the commit holding them.
+ *
+ * A commit holds the event loop while it runs, so it takes a slice: as many of the oldest writes as
+ * commit in about COMMIT_SLICE_MS (sized from the commits before it), and the rest wait for the next turn
+ * of the event loop, after the timers and I/O due meanwhile. Without slices a burst — a thousand calls
+ * starting or timing out together, each with its events, blocks and trace — committed thousands of rows
+ * in one transaction while every deadline and stream waited. No more than MAX_LAG_SLICES slices of
+ * writes wait: a flush also commits what lies beyond them, so writes made faster than slices commit
+ * them do not pile up (in memory, and between an event and its clients). Each callback still runs
+ * right after the commit that holds every write queued before it. `flush()` commits everything at once.
  *
  * `commit` may return a promise (a networked database): batches then commit one at a time, in
  * order, and the turn code does not change. The SQLite store commits synchronously, which also lets
@@ -17,10 +26,22 @@ export type WriteQueueOptions<Op> = {
   onError: (error: unknown, ops: readonly Op[]) => void;
   /** Schedules the next flush; defaults to the end of the current tick (`setImmediate`). */
   schedule?: (flush: () => void) => { cancel: () => void };
+  /** A monotonic clock in ms, which sizes the slices. */
+  now?: () => number;
 };
 
 /** Writes after which a batch is committed at the next microtask instead of the end of the tick. */
 export const MAX_OPS_PER_BATCH = 512;
+/** How long one commit of a slice may hold the event loop. */
+export const COMMIT_SLICE_MS = 1;
+/** Writes the first slice may take; then halved after a slice over twice COMMIT_SLICE_MS, doubled under half of it. */
+export const FIRST_OPS_PER_SLICE = 256;
+export const MIN_OPS_PER_SLICE = 16;
+export const MAX_OPS_PER_SLICE = 4_096;
+/** Slices of writes that may wait for later turns of the event loop; a flush commits what is beyond them. */
+export const MAX_LAG_SLICES = 8;
+/** Committed writes the queue drops from its front once there are this many. */
+const COMPACT_AFTER_OPS = 1_024;
 
 const nextTick = (flush: () => void) => {
   const handle = setImmediate(flush);
@@ -28,53 +49,110 @@ const nextTick = (flush: () => void) => {
 };
 
 export class WriteQueue<Op> {
+  /** Writes not committed yet are `ops[committed..]`. */
   private ops: Op[] = [];
+  private committed = 0;
+  /** Callbacks in order, each with the number of writes (`ops` indexes) queued before it. */
   private callbacks: (() => void)[] = [];
+  private callbackMarks: number[] = [];
+  private nextCallback = 0;
   private scheduled: { cancel: () => void } | undefined;
   /** The batch being committed asynchronously, if any; the next one waits for it. */
   private inFlight: Promise<void> | undefined;
   private readonly schedule: (flush: () => void) => { cancel: () => void };
+  private readonly now: () => number;
+  /** How many writes the next slice takes. */
+  private opsPerSlice = FIRST_OPS_PER_SLICE;
 
   constructor(private readonly options: WriteQueueOptions<Op>) {
     this.schedule = options.schedule ?? nextTick;
+    this.now = options.now ?? (() => performance.now());
   }
 
   /** Whether anything is waiting to be committed. */
   get pending(): boolean {
-    return this.ops.length > 0 || this.callbacks.length > 0;
+    return this.committed < this.ops.length || this.nextCallback < this.callbacks.length;
+  }
+
+  /** How many writes wait. */
+  get waiting(): number {
+    return this.ops.length - this.committed;
   }
 
   push(op: Op): void {
     this.ops.push(op);
-    this.scheduled ??= this.schedule(() => this.flush());
+    this.scheduled ??= this.schedule(() => this.flushSlice());
     // work that never yields to the event loop (turns run back to back in-process) still commits
-    if (this.ops.length === MAX_OPS_PER_BATCH) queueMicrotask(() => this.flush());
+    if (this.waiting === MAX_OPS_PER_BATCH) queueMicrotask(() => this.flushSlice());
   }
 
   /** Runs `callback` once everything pushed so far is committed. */
   afterCommit(callback: () => void): void {
     this.callbacks.push(callback);
-    this.scheduled ??= this.schedule(() => this.flush());
+    this.callbackMarks.push(this.ops.length);
+    this.scheduled ??= this.schedule(() => this.flushSlice());
   }
 
   /**
-   * Commits what is queued now. With a synchronous `commit` everything is durable when this returns
+   * Commits everything queued now. With a synchronous `commit` everything is durable when this returns
    * and the callbacks have run; with an asynchronous one the returned promise says when.
    */
   flush(): Promise<void> | undefined {
     this.scheduled?.cancel();
     this.scheduled = undefined;
-    if (!this.pending) return this.inFlight;
-    const ops = this.ops;
-    const callbacks = this.callbacks;
-    this.ops = [];
-    this.callbacks = [];
+    return this.pending ? this.commitUpTo(this.ops.length) : this.inFlight;
+  }
+
+  /** Commits a slice of the oldest writes; what is left waits for the next turn of the event loop. */
+  private flushSlice(): void {
+    this.scheduled?.cancel();
+    this.scheduled = undefined;
+    if (!this.pending) return;
+    // a slice, or more when the writes waiting would take longer than MAX_LAG_SLICES slices: writes
+    // made faster than slices commit them must not pile up
+    const size = Math.max(this.opsPerSlice, this.waiting - MAX_LAG_SLICES * this.opsPerSlice);
+    const end = Math.min(this.ops.length, this.committed + size);
+    const fullSlice = end - this.committed === this.opsPerSlice;
+    const startedAt = this.now();
+    const committed = this.commitUpTo(end);
+    // a slice that waits for an asynchronous commit says nothing about how long writes take
+    if (fullSlice && !committed) this.resize(this.now() - startedAt);
+    if (this.pending) this.scheduled = this.schedule(() => this.flushSlice());
+  }
+
+  private resize(tookMs: number): void {
+    if (tookMs > 2 * COMMIT_SLICE_MS) this.opsPerSlice = Math.max(MIN_OPS_PER_SLICE, this.opsPerSlice >> 1);
+    else if (tookMs < COMMIT_SLICE_MS / 2)
+      this.opsPerSlice = Math.min(MAX_OPS_PER_SLICE, this.opsPerSlice * 2);
+  }
+
+  /** Commits `ops[committed..end)` and then the callbacks queued before `ops[end]`. */
+  private commitUpTo(end: number): Promise<void> | undefined {
+    const ops = this.ops.slice(this.committed, end);
+    this.committed = end;
+    let lastCallback = this.nextCallback;
+    while (lastCallback < this.callbacks.length && this.callbackMarks[lastCallback]! <= end) lastCallback++;
+    const callbacks = this.callbacks.slice(this.nextCallback, lastCallback);
+    this.nextCallback = lastCallback;
+    this.compact();
     if (this.inFlight) {
       const previous = this.inFlight;
       return this.track(previous.then(() => this.commit(ops, callbacks)));
     }
     const committed = this.commit(ops, callbacks);
     return committed && this.track(committed);
+  }
+
+  /** Drops committed writes and callbacks run from the front: all of them, or once there are many. */
+  private compact(): void {
+    if (this.committed === this.ops.length || this.committed >= COMPACT_AFTER_OPS) {
+      const dropped = this.committed;
+      this.ops = this.ops.slice(dropped);
+      this.committed = 0;
+      this.callbacks = this.callbacks.slice(this.nextCallback);
+      this.callbackMarks = this.callbackMarks.slice(this.nextCallback).map((mark) => mark - dropped);
+      this.nextCallback = 0;
+    }
   }
 
   private track(promise: Promise<void>): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * A turn's event bus: stamps each event with the turn id, the next sequence number and the time,
- * queues it in the store, and fans it out once the store has committed it — events of one tick are
- * committed together and then delivered in seq order. After the terminal event nothing more is
+ * queues it in the store, and fans it out once the store has committed it, in seq order — each event
+ * after the commit that holds it (a tick's writes may commit in several slices). After the terminal event nothing more is
  * accepted, which is what makes "exactly one terminal event" hold however abort, timeout and
  * completion race.
  */
@@ -14,8 +14,9 @@ export class TurnEventBus {
   private seq: number;
   private closed = false;
   private readonly listeners = new Set<EventListener>();
-  /** Events stored but not yet committed, then not yet delivered. */
+  /** Events stored but not yet committed: `uncommitted[committedCount..]`. */
   private uncommitted: TurnEvent[] = [];
+  private committedCount = 0;
   private readonly pending: TurnEvent[] = [];
   private delivering = false;
   private closing = false;
@@ -23,10 +24,13 @@ export class TurnEventBus {
   private resolveDelivered!: () => void;
   /** Settles once the terminal event has been committed and handed to the listeners. */
   readonly delivered = new Promise<void>((resolve) => (this.resolveDelivered = resolve));
+  /** The store's callback for one event, run in order: the oldest uncommitted event is committed. */
   private readonly onCommitted = () => {
-    const committed = this.uncommitted;
-    this.uncommitted = [];
-    for (const event of committed) this.pending.push(event);
+    this.pending.push(this.uncommitted[this.committedCount++]!);
+    if (this.committedCount === this.uncommitted.length) {
+      this.uncommitted = [];
+      this.committedCount = 0;
+    }
     if (!this.delivering) this.deliver();
   };
 
@@ -62,7 +66,7 @@ export class TurnEventBus {
 
   /** The seq of the last event committed (those after it are still on their way to the store). */
   get committedSeq(): number {
-    return this.seq - this.uncommitted.length;
+    return this.seq - (this.uncommitted.length - this.committedCount);
   }
 
   /**
@@ -88,8 +92,8 @@ export class TurnEventBus {
     }
     this.seq = event.seq;
     if (isTerminalEvent(event)) this.closed = true;
-    if (this.uncommitted.length === 0) this.store.afterCommit(this.onCommitted);
     this.uncommitted.push(event);
+    this.store.afterCommit(this.onCommitted);
     return event;
   }
 

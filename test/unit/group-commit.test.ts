@@ -1,6 +1,7 @@
 /**
  * Batched durable writes (docs/events.md#persistence): the write queue commits what one tick queued
- * in one transaction, at most MAX_OPS_PER_BATCH writes at a time, and runs each afterCommit callback
+ * in one transaction — at the next microtask once MAX_OPS_PER_BATCH writes wait, and in slices of about
+ * COMMIT_SLICE_MS, the rest in the next turn of the event loop — and runs each afterCommit callback
  * only after the commit holding the writes before it; turns run back to back in-process share commits,
  * while a turn someone follows still settles `done` only after its follower had the terminal event.
  */
@@ -10,12 +11,24 @@ import { parseConfig } from "../../src/config/load.js";
 import type { TurnEvent } from "../../src/events.js";
 import type { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
 import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
-import { MAX_OPS_PER_BATCH, WriteQueue } from "../../src/history/write-queue.js";
+import {
+  COMMIT_SLICE_MS,
+  FIRST_OPS_PER_SLICE,
+  MAX_LAG_SLICES,
+  MAX_OPS_PER_BATCH,
+  MAX_OPS_PER_SLICE,
+  MIN_OPS_PER_SLICE,
+  WriteQueue,
+} from "../../src/history/write-queue.js";
 import type { ModelEngine } from "../../src/providers/engine.js";
+import { TurnEventBus } from "../../src/turns/event-bus.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 
-/** A queue over `commit` whose end-of-tick flush runs only when the test says so. */
-function manualQueue(commit: (ops: number[]) => void | Promise<void>) {
+/**
+ * A queue over `commit` whose end-of-tick flush runs only when the test says so; `now` is its clock
+ * (one that never moves unless the commit moves it: every slice looks instant).
+ */
+function manualQueue(commit: (ops: number[]) => void | Promise<void>, now: () => number = () => 0) {
   let pendingFlush: (() => void) | undefined;
   const queue = new WriteQueue<number>({
     commit,
@@ -26,8 +39,23 @@ function manualQueue(commit: (ops: number[]) => void | Promise<void>) {
       pendingFlush = flush;
       return { cancel: () => (pendingFlush = undefined) };
     },
+    now,
   });
-  return { queue, endOfTick: () => pendingFlush?.() };
+  return { queue, endOfTick: () => pendingFlush?.(), flushScheduled: () => pendingFlush !== undefined };
+}
+
+/** A queue whose commits take `msPerOp` per write on its clock, recording each slice's size. */
+function timedQueue(msPerOp: number) {
+  let clockMs = 0;
+  const slices: number[][] = [];
+  const manual = manualQueue(
+    (ops) => {
+      slices.push(ops);
+      clockMs += ops.length * msPerOp;
+    },
+    () => clockMs,
+  );
+  return { ...manual, slices };
 }
 
 describe("the write queue", () => {
@@ -55,8 +83,85 @@ describe("the write queue", () => {
     queue.push(MAX_OPS_PER_BATCH - 1);
     queue.push(MAX_OPS_PER_BATCH);
     await Promise.resolve();
-    expect(batches.map((batch) => batch.length)).toEqual([MAX_OPS_PER_BATCH + 1]);
+    // the first slice takes FIRST_OPS_PER_SLICE writes; the callback waits for the slice holding the
+    // writes queued before it
+    expect(batches.map((batch) => batch.length)).toEqual([FIRST_OPS_PER_SLICE]);
+    expect(delivered).toBe(false);
+    queue.flush();
+    expect(batches.map((batch) => batch.length)).toEqual([
+      FIRST_OPS_PER_SLICE,
+      MAX_OPS_PER_BATCH + 1 - FIRST_OPS_PER_SLICE,
+    ]);
     expect(delivered).toBe(true);
+  });
+
+  it("commits a long tick in slices of about COMMIT_SLICE_MS, each callback after the slice holding its writes", () => {
+    // 20 µs a write: the first slice (FIRST_OPS_PER_SLICE writes) takes 5 ms, so the next is halved, and so
+    // on until a slice takes between half and twice COMMIT_SLICE_MS
+    const msPerOp = 0.02;
+    const { queue, endOfTick, flushScheduled, slices } = timedQueue(msPerOp);
+    const delivered: number[] = [];
+    for (let op = 0; op < 1_000; op++) {
+      queue.push(op);
+      if (op % 100 === 99) queue.afterCommit(() => delivered.push(op));
+    }
+    endOfTick();
+    expect(slices.map((slice) => slice.length)).toEqual([FIRST_OPS_PER_SLICE]);
+    expect(delivered).toEqual([99, 199]);
+    // the rest waits for the next turn of the event loop
+    expect(flushScheduled()).toBe(true);
+    expect(queue.pending).toBe(true);
+    while (flushScheduled()) endOfTick();
+    const sizes = slices.map((slice) => slice.length);
+    // 256 took 5 ms: halved; 128 took 2.6 ms: halved; the third takes the 104 writes beyond
+    // MAX_LAG_SLICES slices of 64 as well; then slices of 64 (1.3 ms each)
+    expect(sizes.slice(0, 5)).toEqual([256, 128, 616 - MAX_LAG_SLICES * 64, 64, 64]);
+    for (const size of sizes.slice(3, -1)) {
+      expect(size * msPerOp).toBeLessThanOrEqual(2 * COMMIT_SLICE_MS);
+      expect(size * msPerOp).toBeGreaterThanOrEqual(COMMIT_SLICE_MS / 2);
+    }
+    // every write once, in order; every callback after its writes, in order
+    expect(slices.flat()).toEqual(Array.from({ length: 1_000 }, (_, op) => op));
+    expect(delivered).toEqual([99, 199, 299, 399, 499, 599, 699, 799, 899, 999]);
+    expect(queue.pending).toBe(false);
+  });
+
+  it("grows its slices while commits are quick, up to MAX_OPS_PER_SLICE, and shrinks them no lower than MIN_OPS_PER_SLICE", () => {
+    const quick = timedQueue(0);
+    for (let round = 0; round < 10; round++) {
+      for (let op = 0; op < MAX_OPS_PER_SLICE; op++) quick.queue.push(op);
+      while (quick.flushScheduled()) quick.endOfTick();
+    }
+    expect(Math.max(...quick.slices.map((slice) => slice.length))).toBe(MAX_OPS_PER_SLICE);
+
+    const slow = timedQueue(1);
+    for (let op = 0; op < 500; op++) slow.queue.push(op);
+    while (slow.flushScheduled()) slow.endOfTick();
+    expect(slow.slices.at(-2)?.length).toBe(MIN_OPS_PER_SLICE);
+    expect(slow.slices.flat()).toHaveLength(500);
+  });
+
+  it("never leaves more than MAX_LAG_SLICES slices of writes waiting: writes made faster than slices commit them do not pile up", () => {
+    const { queue, endOfTick, flushScheduled, slices } = timedQueue(1);
+    for (let op = 0; op < 500; op++) queue.push(op);
+    while (flushScheduled()) endOfTick();
+    expect(slices.at(-2)?.length).toBe(MIN_OPS_PER_SLICE);
+    slices.length = 0;
+    for (let op = 0; op < 1_000; op++) queue.push(op);
+    endOfTick();
+    expect(slices.map((slice) => slice.length)).toEqual([1_000 - MAX_LAG_SLICES * MIN_OPS_PER_SLICE]);
+    expect(queue.waiting).toBe(MAX_LAG_SLICES * MIN_OPS_PER_SLICE);
+  });
+
+  it("flush() commits everything queued in one batch, however long the tick's slices would be", () => {
+    const { queue, flushScheduled, slices } = timedQueue(0.02);
+    let delivered = false;
+    for (let op = 0; op < 1_000; op++) queue.push(op);
+    queue.afterCommit(() => (delivered = true));
+    queue.flush();
+    expect(slices.map((slice) => slice.length)).toEqual([1_000]);
+    expect(delivered).toBe(true);
+    expect(flushScheduled()).toBe(false);
   });
 
   it("commits asynchronous batches one at a time, in order, each callback after its own batch", async () => {
@@ -86,6 +191,47 @@ describe("the write queue", () => {
     finishers.shift()?.();
     await second;
     expect(log).toEqual(["begin 1", "end 1", "after 1", "begin 2", "end 2", "after 2"]);
+  });
+});
+
+describe("the event bus over a sliced commit", () => {
+  it("hands each event to its listeners only after the slice that holds it is committed", () => {
+    const committed = new Set<number>();
+    let clockMs = 0;
+    let pendingFlush: (() => void) | undefined;
+    const queue = new WriteQueue<TurnEvent>({
+      commit: (events) => {
+        for (const event of events) committed.add(event.seq);
+        clockMs += events.length * 0.02;
+      },
+      onError: (error) => {
+        throw error;
+      },
+      schedule: (flush) => {
+        pendingFlush = flush;
+        return { cancel: () => (pendingFlush = undefined) };
+      },
+      now: () => clockMs,
+    });
+    const bus = new TurnEventBus(
+      "turn_sliced",
+      { appendEvent: (event) => queue.push(event), afterCommit: (callback) => queue.afterCommit(callback) },
+      () => 0,
+    );
+    const received: number[] = [];
+    bus.subscribe((event) => {
+      // persist before send: a listener never sees an event the store has not committed
+      expect(committed.has(event.seq)).toBe(true);
+      received.push(event.seq);
+    });
+    // one tick's events, more than one slice commits
+    for (let index = 0; index < 600; index++) bus.emit({ type: "text_delta", text: "x" });
+    pendingFlush?.();
+    expect(received).toHaveLength(FIRST_OPS_PER_SLICE);
+    expect(bus.committedSeq).toBe(FIRST_OPS_PER_SLICE);
+    while (pendingFlush) pendingFlush();
+    expect(received).toEqual(Array.from({ length: 600 }, (_, index) => index + 1));
+    expect(bus.committedSeq).toBe(600);
   });
 });
 
