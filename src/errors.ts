@@ -28,6 +28,21 @@ export class ConfigError extends ReinsError {
   }
 }
 
+/**
+ * Makes an error without capturing a stack trace, for errors the framework's own timers make: the
+ * stack of a deadline's error shows nothing but the timer, and capturing one costs microseconds that a
+ * burst (a thousand calls timing out together) pays a thousand times in one turn of the event loop.
+ */
+export function withoutStack<E extends Error>(make: () => E): E {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export type TimeoutKind = "total" | "idle";
 
 /** A tool call exceeded its wall-clock (`total`) or no-progress (`idle`) limit. */

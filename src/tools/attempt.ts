@@ -6,7 +6,7 @@
  * tool that ignored its signal, which becomes a tracked zombie after ZOMBIE_GRACE_MS.
  */
 import type { ToolPolicy } from "../agents/tool-policy.js";
-import { ToolTimeoutError, TurnAbortedError, type AbortReason } from "../errors.js";
+import { ToolTimeoutError, TurnAbortedError, withoutStack, type AbortReason } from "../errors.js";
 import type { Decision, DecisionRecorder } from "../observability/decision.js";
 import {
   cancelledResult,
@@ -15,6 +15,7 @@ import {
   timeoutResult,
   TOOL_CANCELLED_RESULT,
 } from "./results.js";
+import { onAbort } from "./abort-fanout.js";
 import type { CallCancellation } from "./call-cancellation.js";
 import type { DeadlineTimers, ScheduledTimer } from "./deadline-timers.js";
 import { cutLink, linkedContext, startTool, type ToolLink } from "./tool-link.js";
@@ -26,6 +27,8 @@ import type {
   ToolOutcome,
   ToolServices,
 } from "./types.js";
+
+const doNothing = () => {};
 
 /** How long a tool may keep running after its call closed before it counts as a zombie. */
 export const ZOMBIE_GRACE_MS = 1_000;
@@ -90,7 +93,9 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
     let totalTimer: ScheduledTimer | undefined;
     let idleTimer: ScheduledTimer | undefined;
     let progressTimer: ScheduledTimer | undefined;
-    let stopListening = () => {};
+    /** Removers of the attempt's cancel callbacks, on the turn's signal and on the call's cancellation. */
+    let stopListeningToTurn = doNothing;
+    let stopListeningToCall = doNothing;
 
     /** Ends the attempt's timers and listeners; true for the first caller only. */
     const claim = (): boolean => {
@@ -99,8 +104,8 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       totalTimer?.cancel();
       idleTimer?.cancel();
       progressTimer?.cancel();
-      scope.signal.removeEventListener("abort", onCancel);
-      stopListening();
+      stopListeningToTurn();
+      stopListeningToCall();
       return true;
     };
     /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
@@ -119,7 +124,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       if (!claim()) return undefined;
       hooks.onTimeout?.(call, { kind, timeoutMs: limitMs });
       return () => {
-        const error = new ToolTimeoutError(call.name, limitMs, kind);
+        const error = withoutStack(() => new ToolTimeoutError(call.name, limitMs, kind));
         controller.abort(error);
         record({ kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
         cutOnSettle();
@@ -150,13 +155,13 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       settle(cancelledOutcome(scope, call.callId));
     };
 
-    scope.signal.addEventListener("abort", onCancel, { once: true });
-    if (cancellation) stopListening = cancellation.onCancel(call.callId, onCancel);
-    // aborted before the listeners were in place (e.g. by whoever observed tool_start): same outcome
+    // aborted before the listeners would be in place (e.g. by whoever observed tool_start): same outcome
     if (scope.signal.aborted || cancellation?.isCancelled(call.callId)) {
       onCancel();
       return;
     }
+    stopListeningToTurn = onAbort(scope.signal, onCancel);
+    if (cancellation) stopListeningToCall = cancellation.onCancel(call.callId, onCancel);
     if (timeoutMs > 0) totalTimer = options.timers.schedule(timeoutMs, () => expire("total", timeoutMs));
     armIdle();
     reportProgress(options.progressAfterMs);

@@ -506,6 +506,10 @@ describe("the tool's signal", () => {
     expect(signal?.aborted).toBe(true);
     expect(signal?.reason).toBeInstanceOf(ToolTimeoutError);
     expect(signal?.reason).toMatchObject({ toolName: "probe", timeoutMs: at, kind, code: "tool_timeout" });
+    // made by the framework's timer: no stack frames, only the header (a burst makes thousands)
+    const reason = signal?.reason as ToolTimeoutError;
+    expect(reason.stack).toBe(`ToolTimeoutError: ${reason.message}`);
+    expect(Error.stackTraceLimit).toBeGreaterThan(0);
     // The tool rejected with that reason, but the model sees a timeout, not an error.
     expect(running.outcome?.status).toBe("timeout");
     expect(running.outcome?.result.startsWith('[TIMEOUT] Tool "probe"')).toBe(true);
