@@ -90,6 +90,7 @@ export type WriteOp =
   | {
       kind: "trace";
       turnId: string;
+      seq: number;
       at: number;
       decisionKind: string;
       callId: string | null;
@@ -139,6 +140,7 @@ export type Statements = Record<
   | "selectEvents"
   | "selectLastSeq"
   | "insertTrace"
+  | "selectLastTraceSeq"
   | "selectTrace"
   | "ping",
   Statement
@@ -206,10 +208,8 @@ export function prepareStatements(db: Database): Statements {
     insertEvent: prepare("INSERT INTO turn_events (turn_id, seq, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
     selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq"),
     selectLastSeq: prepare("SELECT MAX(seq) AS seq FROM turn_events WHERE turn_id = ?"),
-    insertTrace: prepare(
-      `INSERT INTO turn_trace (turn_id, seq, at, kind, call_id, tool_name, detail)
-       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM turn_trace WHERE turn_id = ?), ?, ?, ?, ?, ?)`,
-    ),
+    insertTrace: prepare(`INSERT INTO turn_trace ${TRACE_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    selectLastTraceSeq: prepare("SELECT MAX(seq) AS seq FROM turn_trace WHERE turn_id = ?"),
     selectTrace: prepare("SELECT * FROM turn_trace WHERE turn_id = ? ORDER BY seq"),
     ping: prepare("SELECT 1 AS ok"),
     // deleting a session: its turns' events and trace, its blocks, its turns, then the session
@@ -234,13 +234,15 @@ export function prepareStatements(db: Database): Statements {
 const MAX_ROWS_PER_INSERT = 64;
 
 const EVENT_COLUMNS = "(turn_id, seq, type, at, payload)";
+const TRACE_COLUMNS = "(turn_id, seq, at, kind, call_id, tool_name, detail)";
 const BLOCK_COLUMNS =
   "(session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)";
 
-/** Multi-row INSERTs for events and blocks: the statement for a number of rows, prepared on first use. */
+/** Multi-row INSERTs for events, blocks and trace rows: the statement for a number of rows, prepared on first use. */
 export type ChunkStatements = {
   events: (rows: number) => Statement;
   blocks: (rows: number) => Statement;
+  traces: (rows: number) => Statement;
 };
 
 export function prepareChunkStatements(db: Database): ChunkStatements {
@@ -259,14 +261,20 @@ export function prepareChunkStatements(db: Database): ChunkStatements {
   return {
     events: byRows(`INSERT INTO turn_events ${EVENT_COLUMNS}`, 5),
     blocks: byRows(`INSERT OR IGNORE INTO history_blocks ${BLOCK_COLUMNS}`, 11),
+    traces: byRows(`INSERT INTO turn_trace ${TRACE_COLUMNS}`, 7),
   };
 }
 
 type EventOp = Extract<WriteOp, { kind: "event" }>;
 type BlockOp = Extract<WriteOp, { kind: "block" }>;
+type TraceOp = Extract<WriteOp, { kind: "trace" }>;
 
 function eventParams(op: EventOp): unknown[] {
   return [op.turnId, op.seq, op.type, op.at, op.payload];
+}
+
+function traceParams(op: TraceOp): unknown[] {
+  return [op.turnId, op.seq, op.at, op.decisionKind, op.callId, op.toolName, op.detail];
 }
 
 function blockParams(op: BlockOp): unknown[] {
@@ -289,8 +297,8 @@ function blockParams(op: BlockOp): unknown[] {
 /**
  * Writes one batch (call it inside a transaction). Rows go in dependency order — sessions, turns,
  * blocks, the sessions' next positions (the last of each session only), step-mode switches, titles and
- * turn ends, events, trace — and events and blocks in multi-row INSERTs. A row that fails is reported and
- * costs only itself.
+ * turn ends, events, trace — and events, blocks and trace rows in multi-row INSERTs. A row that fails is
+ * reported and costs only itself.
  */
 export function writeBatch(
   statements: Statements,
@@ -303,7 +311,7 @@ export function writeBatch(
   const positions = new Map<string, WriteOp>();
   const updates: WriteOp[] = [];
   const events: EventOp[] = [];
-  const traces: WriteOp[] = [];
+  const traces: TraceOp[] = [];
   for (const op of ops) {
     switch (op.kind) {
       case "session":
@@ -341,7 +349,7 @@ export function writeBatch(
   positions.forEach(one);
   updates.forEach(one);
   insertChunked(events, chunks.events, eventParams, one);
-  traces.forEach(one);
+  insertChunked(traces, chunks.traces, traceParams, one);
 }
 
 function insertChunked<Op extends WriteOp>(
@@ -411,15 +419,7 @@ export function runWrite(statements: Statements, op: WriteOp): void {
       statements.insertEvent.run(eventParams(op));
       return;
     case "trace":
-      statements.insertTrace.run(
-        op.turnId,
-        op.turnId,
-        op.at,
-        op.decisionKind,
-        op.callId,
-        op.toolName,
-        op.detail,
-      );
+      statements.insertTrace.run(...traceParams(op));
       return;
   }
 }

@@ -96,6 +96,8 @@ export class SqliteHistoryStore implements HistoryStore {
   private readonly sessions = new Map<string, LiveSession>();
   /** The session of each running turn this process started or ended. */
   private readonly runningTurns = new Map<string, string>();
+  /** The last trace seq of each turn running here (others ask the database). */
+  private readonly traceSeqs = new Map<string, number>();
   private readonly cachedSessions: number;
   /** Removes a session and everything of it, in one transaction. */
   private readonly removeSession: (id: string) => boolean;
@@ -275,6 +277,7 @@ export class SqliteHistoryStore implements HistoryStore {
       depth: turn.depth ?? 0,
     });
     this.runningTurns.set(turn.id, turn.sessionId);
+    this.traceSeqs.set(turn.id, 0);
     this.append(session, turn.id, [{ kind: "text", role: "user", text: turn.userMessage }]);
     if (session.record.title === null) {
       const title = automaticTitle(turn.userMessage);
@@ -311,6 +314,7 @@ export class SqliteHistoryStore implements HistoryStore {
       outputTokens: outcome.usage?.outputTokens ?? null,
     });
     this.runningTurns.delete(turnId);
+    this.traceSeqs.delete(turnId);
     return closed;
   }
 
@@ -354,12 +358,28 @@ export class SqliteHistoryStore implements HistoryStore {
     this.queue.push({
       kind: "trace",
       turnId,
+      seq: this.nextTraceSeq(turnId),
       at: this.now(),
       decisionKind: kind,
       callId: "callId" in decision ? (decision.callId ?? null) : null,
       toolName: "toolName" in decision ? decision.toolName : null,
       detail: JSON.stringify(detail),
     });
+  }
+
+  /**
+   * The seq of a turn's next trace row: counted in memory while the turn runs here; after its end (a
+   * zombie's late decision) or for a turn of an earlier process, one more than the database's last.
+   */
+  private nextTraceSeq(turnId: string): number {
+    const last = this.traceSeqs.get(turnId);
+    if (last !== undefined) {
+      this.traceSeqs.set(turnId, last + 1);
+      return last + 1;
+    }
+    this.flush();
+    const row = this.statements.selectLastTraceSeq.get(turnId) as { seq: number | null };
+    return (row.seq ?? 0) + 1;
   }
 
   listTrace(turnId: string): TraceEntry[] {

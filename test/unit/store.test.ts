@@ -319,6 +319,30 @@ describe("SqliteHistoryStore", () => {
     expect(store.listTurns({ sessionId: "ses_1" }).map((turn) => turn.toolCallCount)).toEqual([3]);
   });
 
+  it("numbers a turn's trace 1, 2, 3… while it runs, after its end (a zombie's late decision) and after a reopen", () => {
+    const store = open();
+    startTurn(store);
+    const kinds = (turnId: string, from: SqliteHistoryStore) =>
+      from.listTrace(turnId).map((entry) => `${entry.seq} ${entry.kind}`);
+    // one tick's decisions commit together, in order
+    store.appendTrace("turn_1", {
+      kind: "skipped",
+      callId: "c1",
+      toolName: "echo",
+      dependency: 0,
+      usedDefault: false,
+    });
+    store.appendTrace("turn_1", { kind: "zombie", state: "started", callId: "c2", toolName: "echo" });
+    store.endTurn("turn_1", { status: "completed", stopReason: "end_turn" });
+    store.appendTrace("turn_1", { kind: "zombie", state: "settled", callId: "c2", toolName: "echo" });
+    expect(kinds("turn_1", store)).toEqual(["1 skipped", "2 zombie", "3 zombie"]);
+    store.close();
+    const reopened = open();
+    reopened.appendTrace("turn_1", { kind: "abort", reason: "user", closedCalls: 0 });
+    expect(kinds("turn_1", reopened)).toEqual(["1 skipped", "2 zombie", "3 zombie", "4 abort"]);
+    expect(writeErrors).toEqual([]);
+  });
+
   it("keeps what it wrote across a reopen", () => {
     const first = open();
     startTurn(first);
