@@ -1,21 +1,25 @@
 /**
  * The durable write boundary: writes are queued as they happen and committed together — what one tick
- * queued in one transaction, or sooner, at the next microtask, once `MAX_OPS_PER_BATCH` writes wait —
- * and whoever must not act before its writes are durable (the event bus, which sends an event only once
- * it is stored) registers a callback that runs after the commit holding them.
+ * queued, or sooner, at the next microtask, once `MAX_OPS_PER_BATCH` writes wait — and whoever must not
+ * act before its writes are durable (the event bus, which sends an event only once it is stored)
+ * registers a callback that runs after the commit holding them.
  *
- * A commit holds the event loop while it runs, so it takes a slice: as many of the oldest writes as
- * commit in about COMMIT_SLICE_MS (sized from the commits before it), and the rest wait for the next turn
- * of the event loop, after the timers and I/O due meanwhile. Without slices a burst — a thousand calls
- * starting or timing out together, each with its events, blocks and trace — committed thousands of rows
- * in one transaction while every deadline and stream waited. No more than MAX_LAG_SLICES slices of
- * writes wait: a flush also commits what lies beyond them, so writes made faster than slices commit
- * them do not pile up (in memory, and between an event and its clients). Each callback still runs
- * right after the commit that holds every write queued before it. `flush()` commits everything at once.
+ * A commit holds the event loop while it runs, so a flush commits a slice: about COMMIT_SLICE_MS worth
+ * of the oldest writes (sized from the commits before it), and the rest waits for the next turn of the
+ * event loop, after the timers and I/O due meanwhile. Without slices a burst — a thousand calls starting
+ * or timing out together, each with its events, blocks and trace — committed thousands of rows in one
+ * transaction while every deadline and stream waited. A slice never splits what one synchronous run of
+ * code wrote (a result and its event, a turn's end and its terminal event): those writes are one step
+ * of the turn and a crash must find all of them or none, so a slice ends only where such a run ended.
+ * No more than MAX_LAG_SLICES slices of writes wait: a flush also commits what lies beyond them, so
+ * writes made faster than slices commit them do not pile up (in memory, and between an event and its
+ * clients). Each callback runs right after the commit that holds every write queued before it.
+ * `flush()` commits everything at once.
  *
- * `commit` may return a promise (a networked database): batches then commit one at a time, in
- * order, and the turn code does not change. The SQLite store commits synchronously, which also lets
- * it `flush()` before a read so that reads see every write.
+ * `commit` may return a promise (a networked database): batches then commit one at a time, in order,
+ * whole (a commit that does not hold the event loop gains nothing from slices), and the turn code does
+ * not change. The SQLite store commits synchronously, which also lets it `flush()` before a read so that
+ * reads see every write.
  */
 
 export type CommitBatch<Op> = (ops: Op[]) => void | Promise<void>;
@@ -56,6 +60,18 @@ export class WriteQueue<Op> {
   private callbacks: (() => void)[] = [];
   private callbackMarks: number[] = [];
   private nextCallback = 0;
+  /**
+   * Where synchronous runs of writes ended (`ops` indexes, in order): a slice may end at one of these
+   * or at the end of the queue, never elsewhere. `runOpen` while a run's end is still to be marked.
+   */
+  private runEnds: number[] = [];
+  private runOpen = false;
+  private readonly endRun = () => {
+    this.runOpen = false;
+    this.runEnds.push(this.ops.length);
+  };
+  /** Set once `commit` returned a promise: batches then commit whole. */
+  private asyncCommits = false;
   private scheduled: { cancel: () => void } | undefined;
   /** The batch being committed asynchronously, if any; the next one waits for it. */
   private inFlight: Promise<void> | undefined;
@@ -81,6 +97,11 @@ export class WriteQueue<Op> {
 
   push(op: Op): void {
     this.ops.push(op);
+    // the microtask runs once the code pushing now has returned: the end of its run of writes
+    if (!this.runOpen) {
+      this.runOpen = true;
+      queueMicrotask(this.endRun);
+    }
     this.scheduled ??= this.schedule(() => this.flushSlice());
     // work that never yields to the event loop (turns run back to back in-process) still commits
     if (this.waiting === MAX_OPS_PER_BATCH) queueMicrotask(() => this.flushSlice());
@@ -108,21 +129,44 @@ export class WriteQueue<Op> {
     this.scheduled?.cancel();
     this.scheduled = undefined;
     if (!this.pending) return;
+    if (this.asyncCommits) {
+      void this.commitUpTo(this.ops.length);
+      return;
+    }
     // a slice, or more when the writes waiting would take longer than MAX_LAG_SLICES slices: writes
     // made faster than slices commit them must not pile up
     const size = Math.max(this.opsPerSlice, this.waiting - MAX_LAG_SLICES * this.opsPerSlice);
-    const end = Math.min(this.ops.length, this.committed + size);
-    const fullSlice = end - this.committed === this.opsPerSlice;
+    const from = this.committed;
+    const end = this.runEndNear(from + size);
     const startedAt = this.now();
     const committed = this.commitUpTo(end);
-    // a slice that waits for an asynchronous commit says nothing about how long writes take
-    if (fullSlice && !committed) this.resize(this.now() - startedAt);
+    if (!committed) this.resize(end - from, this.now() - startedAt);
     if (this.pending) this.scheduled = this.schedule(() => this.flushSlice());
   }
 
-  private resize(tookMs: number): void {
-    if (tookMs > 2 * COMMIT_SLICE_MS) this.opsPerSlice = Math.max(MIN_OPS_PER_SLICE, this.opsPerSlice >> 1);
-    else if (tookMs < COMMIT_SLICE_MS / 2)
+  /**
+   * The last end of a run of writes at or before `wanted`, or the first one after it when the run that
+   * crosses `wanted` is the first; the end of the queue is one (no code runs while a flush does).
+   */
+  private runEndNear(wanted: number): number {
+    let last: number | undefined;
+    for (const runEnd of this.runEnds) {
+      if (runEnd <= this.committed) continue;
+      if (runEnd > wanted) return last ?? Math.min(runEnd, this.ops.length);
+      last = runEnd;
+    }
+    return this.ops.length <= wanted ? this.ops.length : (last ?? this.ops.length);
+  }
+
+  /**
+   * Halves the slice when a commit of `count` writes shows that a whole slice takes over twice
+   * COMMIT_SLICE_MS, doubles it under half of it; a commit of less than half a slice says too little.
+   */
+  private resize(count: number, tookMs: number): void {
+    if (count < this.opsPerSlice / 2) return;
+    const sliceMs = (tookMs * this.opsPerSlice) / count;
+    if (sliceMs > 2 * COMMIT_SLICE_MS) this.opsPerSlice = Math.max(MIN_OPS_PER_SLICE, this.opsPerSlice >> 1);
+    else if (sliceMs < COMMIT_SLICE_MS / 2)
       this.opsPerSlice = Math.min(MAX_OPS_PER_SLICE, this.opsPerSlice * 2);
   }
 
@@ -152,6 +196,7 @@ export class WriteQueue<Op> {
       this.callbacks = this.callbacks.slice(this.nextCallback);
       this.callbackMarks = this.callbackMarks.slice(this.nextCallback).map((mark) => mark - dropped);
       this.nextCallback = 0;
+      this.runEnds = this.runEnds.filter((runEnd) => runEnd > dropped).map((runEnd) => runEnd - dropped);
     }
   }
 
@@ -176,6 +221,7 @@ export class WriteQueue<Op> {
       this.runAll(callbacks);
       return undefined;
     }
+    this.asyncCommits = true;
     return result.then(
       () => this.runAll(callbacks),
       (error: unknown) => {

@@ -44,18 +44,30 @@ function manualQueue(commit: (ops: number[]) => void | Promise<void>, now: () =>
   return { queue, endOfTick: () => pendingFlush?.(), flushScheduled: () => pendingFlush !== undefined };
 }
 
+/** Pushes `count` writes (numbered from `first`) in one synchronous run, then lets that run end. */
+async function pushRuns(queue: WriteQueue<number>, count: number, first = 0): Promise<void> {
+  for (let op = first; op < first + count; op++) queue.push(op);
+  await Promise.resolve();
+}
+
 /** A queue whose commits take `msPerOp` per write on its clock, recording each slice's size. */
 function timedQueue(msPerOp: number) {
   let clockMs = 0;
+  let cost = msPerOp;
   const slices: number[][] = [];
   const manual = manualQueue(
     (ops) => {
       slices.push(ops);
-      clockMs += ops.length * msPerOp;
+      clockMs += ops.length * cost;
     },
     () => clockMs,
   );
-  return { ...manual, slices };
+  return { ...manual, slices, setMsPerOp: (ms: number) => (cost = ms) };
+}
+
+/** Pushes `count` writes numbered from `first`, each in a synchronous run of its own. */
+async function pushEach(queue: WriteQueue<number>, count: number, first = 0): Promise<void> {
+  for (let op = first; op < first + count; op++) await pushRuns(queue, 1, op);
 }
 
 describe("the write queue", () => {
@@ -76,13 +88,10 @@ describe("the write queue", () => {
     const batches: number[][] = [];
     const { queue } = manualQueue((ops) => void batches.push(ops));
     let delivered = false;
-    for (let op = 0; op < MAX_OPS_PER_BATCH - 1; op++) queue.push(op);
+    await pushEach(queue, MAX_OPS_PER_BATCH - 1);
     queue.afterCommit(() => (delivered = true));
-    await Promise.resolve();
     expect(batches).toEqual([]);
-    queue.push(MAX_OPS_PER_BATCH - 1);
-    queue.push(MAX_OPS_PER_BATCH);
-    await Promise.resolve();
+    await pushEach(queue, 2, MAX_OPS_PER_BATCH - 1);
     // the first slice takes FIRST_OPS_PER_SLICE writes; the callback waits for the slice holding the
     // writes queued before it
     expect(batches.map((batch) => batch.length)).toEqual([FIRST_OPS_PER_SLICE]);
@@ -95,14 +104,14 @@ describe("the write queue", () => {
     expect(delivered).toBe(true);
   });
 
-  it("commits a long tick in slices of about COMMIT_SLICE_MS, each callback after the slice holding its writes", () => {
-    // 20 µs a write: the first slice (FIRST_OPS_PER_SLICE writes) takes 5 ms, so the next is halved, and so
-    // on until a slice takes between half and twice COMMIT_SLICE_MS
+  it("commits a long tick in slices of about COMMIT_SLICE_MS, each callback after the slice holding its writes", async () => {
+    // 20 µs a write: the first slice (FIRST_OPS_PER_SLICE writes) takes 5 ms, so the next is halved,
+    // and so on until a slice takes between half and twice COMMIT_SLICE_MS
     const msPerOp = 0.02;
     const { queue, endOfTick, flushScheduled, slices } = timedQueue(msPerOp);
     const delivered: number[] = [];
-    for (let op = 0; op < 1_000; op++) {
-      queue.push(op);
+    for (let op = 0; op < 500; op++) {
+      await pushRuns(queue, 1, op);
       if (op % 100 === 99) queue.afterCommit(() => delivered.push(op));
     }
     endOfTick();
@@ -112,45 +121,53 @@ describe("the write queue", () => {
     expect(flushScheduled()).toBe(true);
     expect(queue.pending).toBe(true);
     while (flushScheduled()) endOfTick();
-    const sizes = slices.map((slice) => slice.length);
-    // 256 took 5 ms: halved; 128 took 2.6 ms: halved; the third takes the 104 writes beyond
-    // MAX_LAG_SLICES slices of 64 as well; then slices of 64 (1.3 ms each)
-    expect(sizes.slice(0, 5)).toEqual([256, 128, 616 - MAX_LAG_SLICES * 64, 64, 64]);
-    for (const size of sizes.slice(3, -1)) {
-      expect(size * msPerOp).toBeLessThanOrEqual(2 * COMMIT_SLICE_MS);
-      expect(size * msPerOp).toBeGreaterThanOrEqual(COMMIT_SLICE_MS / 2);
-    }
+    // 256 took 5 ms: halved; 128 took 2.6 ms: halved; 64 takes 1.3 ms, within a factor of two of
+    // COMMIT_SLICE_MS: kept; then the last 52
+    expect(slices.map((slice) => slice.length)).toEqual([256, 128, 64, 52]);
+    expect(64 * msPerOp).toBeGreaterThan(COMMIT_SLICE_MS / 2);
+    expect(64 * msPerOp).toBeLessThan(2 * COMMIT_SLICE_MS);
     // every write once, in order; every callback after its writes, in order
-    expect(slices.flat()).toEqual(Array.from({ length: 1_000 }, (_, op) => op));
-    expect(delivered).toEqual([99, 199, 299, 399, 499, 599, 699, 799, 899, 999]);
+    expect(slices.flat()).toEqual(Array.from({ length: 500 }, (_, op) => op));
+    expect(delivered).toEqual([99, 199, 299, 399, 499]);
     expect(queue.pending).toBe(false);
   });
 
-  it("grows its slices while commits are quick, up to MAX_OPS_PER_SLICE, and shrinks them no lower than MIN_OPS_PER_SLICE", () => {
-    const quick = timedQueue(0);
-    for (let round = 0; round < 10; round++) {
-      for (let op = 0; op < MAX_OPS_PER_SLICE; op++) quick.queue.push(op);
-      while (quick.flushScheduled()) quick.endOfTick();
-    }
-    expect(Math.max(...quick.slices.map((slice) => slice.length))).toBe(MAX_OPS_PER_SLICE);
-
-    const slow = timedQueue(1);
-    for (let op = 0; op < 500; op++) slow.queue.push(op);
-    while (slow.flushScheduled()) slow.endOfTick();
-    expect(slow.slices.at(-2)?.length).toBe(MIN_OPS_PER_SLICE);
-    expect(slow.slices.flat()).toHaveLength(500);
+  it("never splits what one synchronous run of code wrote: a slice ends where such a run ended", async () => {
+    const { queue, endOfTick, flushScheduled, slices } = timedQueue(0.02);
+    await pushRuns(queue, 100, 0);
+    await pushRuns(queue, 300, 100); // one step that wrote 300 rows at once
+    await pushRuns(queue, 100, 400);
+    while (flushScheduled()) endOfTick();
+    // the first slice (256) would end inside the run of 300: it stops before it; that run commits whole
+    expect(slices.map((slice) => slice.length)).toEqual([100, 300, 100]);
   });
 
-  it("never leaves more than MAX_LAG_SLICES slices of writes waiting: writes made faster than slices commit them do not pile up", () => {
+  it("shrinks its slices while commits are slow, no lower than MIN_OPS_PER_SLICE, and grows them while they are quick", async () => {
+    const { queue, endOfTick, flushScheduled, slices, setMsPerOp } = timedQueue(1);
+    await pushEach(queue, 500);
+    while (flushScheduled()) endOfTick();
+    expect(slices.map((slice) => slice.length)).toEqual([256, 128, 64, 32, 16, 4]);
+    setMsPerOp(0);
+    for (const size of [16, 32, 64, 128, 256]) {
+      await pushEach(queue, size);
+      endOfTick();
+      expect(slices.at(-1)?.length).toBe(size);
+    }
+    expect(MIN_OPS_PER_SLICE).toBe(16);
+    expect(MAX_OPS_PER_SLICE).toBeGreaterThanOrEqual(MAX_OPS_PER_BATCH);
+  });
+
+  it("never leaves more than MAX_LAG_SLICES slices of writes waiting: writes made faster than slices commit them do not pile up", async () => {
     const { queue, endOfTick, flushScheduled, slices } = timedQueue(1);
-    for (let op = 0; op < 500; op++) queue.push(op);
+    await pushEach(queue, 500);
     while (flushScheduled()) endOfTick();
     expect(slices.at(-2)?.length).toBe(MIN_OPS_PER_SLICE);
-    slices.length = 0;
-    for (let op = 0; op < 1_000; op++) queue.push(op);
+    // 1,000 more, with no end of the tick between them: the flushes at MAX_OPS_PER_BATCH waiting writes
+    // commit all but MAX_LAG_SLICES slices each time
+    await pushEach(queue, 1_000);
     endOfTick();
-    expect(slices.map((slice) => slice.length)).toEqual([1_000 - MAX_LAG_SLICES * MIN_OPS_PER_SLICE]);
     expect(queue.waiting).toBe(MAX_LAG_SLICES * MIN_OPS_PER_SLICE);
+    expect(slices.flat()).toHaveLength(1_500 - MAX_LAG_SLICES * MIN_OPS_PER_SLICE);
   });
 
   it("flush() commits everything queued in one batch, however long the tick's slices would be", () => {
@@ -195,7 +212,7 @@ describe("the write queue", () => {
 });
 
 describe("the event bus over a sliced commit", () => {
-  it("hands each event to its listeners only after the slice that holds it is committed", () => {
+  it("hands each event to its listeners only after the slice that holds it is committed", async () => {
     const committed = new Set<number>();
     let clockMs = 0;
     let pendingFlush: (() => void) | undefined;
@@ -224,14 +241,72 @@ describe("the event bus over a sliced commit", () => {
       expect(committed.has(event.seq)).toBe(true);
       received.push(event.seq);
     });
-    // one tick's events, more than one slice commits
-    for (let index = 0; index < 600; index++) bus.emit({ type: "text_delta", text: "x" });
+    // one tick's events, each from a step of its own, more than one slice commits
+    for (let index = 0; index < 400; index++) {
+      bus.emit({ type: "text_delta", text: "x" });
+      await Promise.resolve();
+    }
     pendingFlush?.();
     expect(received).toHaveLength(FIRST_OPS_PER_SLICE);
     expect(bus.committedSeq).toBe(FIRST_OPS_PER_SLICE);
     while (pendingFlush) pendingFlush();
-    expect(received).toEqual(Array.from({ length: 600 }, (_, index) => index + 1));
-    expect(bus.committedSeq).toBe(600);
+    expect(received).toEqual(Array.from({ length: 400 }, (_, index) => index + 1));
+    expect(bus.committedSeq).toBe(400);
+  });
+});
+
+describe("slices and a crash", () => {
+  it("never commit a turn's end without its terminal event (one step writes both)", async () => {
+    const store = createMemoryHistoryStore({ now: () => 1 });
+    try {
+      store.createSession("ses_1", "default");
+      store.beginTurn({
+        id: "turn_1",
+        sessionId: "ses_1",
+        agentId: "default",
+        provider: "scripted",
+        model: "scripted-1",
+        startedAt: 1,
+        userMessage: "hi",
+      });
+      store.flush();
+      const bus = new TurnEventBus("turn_1", store, () => 1);
+      // the answer's deltas, each from a step of its own, so that the first slice (FIRST_OPS_PER_SLICE
+      // writes) would end right after the turn's end
+      for (let index = 0; index < FIRST_OPS_PER_SLICE - 1; index++) {
+        bus.emit({ type: "text_delta", text: "x" });
+        await Promise.resolve();
+      }
+      // what TurnManager does when a turn completes, in one step: its end, then its terminal event
+      store.endTurn("turn_1", { status: "completed", stopReason: "end_turn" });
+      bus.emit({
+        type: "turn_complete",
+        stopReason: "end_turn",
+        durationMs: 1,
+        toolCallCount: 0,
+        usage: { inputTokens: 0, outputTokens: 0 },
+      });
+      // one turn of the event loop: the first slice commits — a kill -9 could come now
+      await new Promise((resolve) => setImmediate(resolve));
+      const durable = {
+        status: (store.db.prepare("SELECT status FROM turns WHERE id = 'turn_1'").get() as { status: string })
+          .status,
+        terminal: (
+          store.db
+            .prepare(
+              "SELECT COUNT(*) AS n FROM turn_events WHERE turn_id = 'turn_1' AND type = 'turn_complete'",
+            )
+            .get() as { n: number }
+        ).n,
+      };
+      // running (recovery ends it at the next start-up) or completed with its terminal event
+      expect([
+        { status: "running", terminal: 0 },
+        { status: "completed", terminal: 1 },
+      ]).toContainEqual(durable);
+    } finally {
+      store.close();
+    }
   });
 });
 
