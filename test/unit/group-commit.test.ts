@@ -181,6 +181,24 @@ describe("the write queue", () => {
     expect(flushScheduled()).toBe(false);
   });
 
+  it("commits whole batches once its commit is asynchronous (it does not hold the event loop)", async () => {
+    const batches: number[][] = [];
+    const { queue, endOfTick } = manualQueue(
+      (ops) => {
+        batches.push(ops);
+        return Promise.resolve();
+      },
+      () => 0,
+    );
+    queue.push(0);
+    await queue.flush();
+    await pushEach(queue, 400, 1);
+    endOfTick();
+    await Promise.resolve();
+    // a synchronous commit would take FIRST_OPS_PER_SLICE of them
+    expect(batches.map((batch) => batch.length)).toEqual([1, 400]);
+  });
+
   it("commits asynchronous batches one at a time, in order, each callback after its own batch", async () => {
     const log: string[] = [];
     const finishers: (() => void)[] = [];
