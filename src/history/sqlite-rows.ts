@@ -238,7 +238,10 @@ const TRACE_COLUMNS = "(turn_id, seq, at, kind, call_id, tool_name, detail)";
 const BLOCK_COLUMNS =
   "(session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)";
 
-/** Multi-row INSERTs for events, blocks and trace rows: the statement for a number of rows, prepared on first use. */
+/**
+ * Multi-row INSERTs for events, blocks and trace rows: the statement for a number of rows, prepared on
+ * first use.
+ */
 export type ChunkStatements = {
   events: (rows: number) => Statement;
   blocks: (rows: number) => Statement;
@@ -419,7 +422,7 @@ export function runWrite(statements: Statements, op: WriteOp): void {
       statements.insertEvent.run(eventParams(op));
       return;
     case "trace":
-      statements.insertTrace.run(...traceParams(op));
+      statements.insertTrace.run(traceParams(op));
       return;
   }
 }

@@ -38,7 +38,10 @@ export type WriteQueueOptions<Op> = {
 export const MAX_OPS_PER_BATCH = 512;
 /** How long one commit of a slice may hold the event loop. */
 export const COMMIT_SLICE_MS = 1;
-/** Writes the first slice may take; then halved after a slice over twice COMMIT_SLICE_MS, doubled under half of it. */
+/**
+ * Writes the first slice may take; then halved after a slice over twice COMMIT_SLICE_MS, doubled under
+ * half of it, within MIN_OPS_PER_SLICE…MAX_OPS_PER_SLICE.
+ */
 export const FIRST_OPS_PER_SLICE = 256;
 export const MIN_OPS_PER_SLICE = 16;
 export const MAX_OPS_PER_SLICE = 4_096;
@@ -139,8 +142,8 @@ export class WriteQueue<Op> {
     const from = this.committed;
     const end = this.runEndNear(from + size);
     const startedAt = this.now();
-    const committed = this.commitUpTo(end);
-    if (!committed) this.resize(end - from, this.now() - startedAt);
+    // an asynchronous commit (the first one, before it is known to be) says nothing about its time
+    if (this.commitUpTo(end) === undefined) this.resize(end - from, this.now() - startedAt);
     if (this.pending) this.scheduled = this.schedule(() => this.flushSlice());
   }
 

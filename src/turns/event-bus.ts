@@ -1,9 +1,9 @@
 /**
  * A turn's event bus: stamps each event with the turn id, the next sequence number and the time,
  * queues it in the store, and fans it out once the store has committed it, in seq order — each event
- * after the commit that holds it (a tick's writes may commit in several slices). After the terminal event nothing more is
- * accepted, which is what makes "exactly one terminal event" hold however abort, timeout and
- * completion race.
+ * after the commit that holds it (a tick's writes may commit in several slices). After the terminal
+ * event nothing more is accepted, which is what makes "exactly one terminal event" hold however abort,
+ * timeout and completion race.
  */
 import { isTerminalEvent, type EventBody, type TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
