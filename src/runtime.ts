@@ -4,7 +4,6 @@
  * the same way.
  */
 import { join, resolve } from "node:path";
-import { customAlphabet } from "nanoid";
 import pino, { type Logger } from "pino";
 import { AgentRegistry } from "./agents/agent-registry.js";
 import { unmatchedToolPatterns } from "./agents/config-checks.js";
@@ -22,6 +21,7 @@ import { ScriptedModel } from "./providers/scripted.js";
 import { builtinTools } from "./tools/builtin/index.js";
 import { ToolRegistry } from "./tools/registry.js";
 import { BreakerRegistry } from "./tools/resilience/circuit-breaker.js";
+import { timeOrderedIds } from "./ids.js";
 import { ToolRunner } from "./tools/runner.js";
 import { ToolScheduler } from "./tools/scheduler.js";
 import { ProcessGroups, systemTools } from "./tools/system/index.js";
@@ -33,7 +33,6 @@ import { DEFAULT_RETRY_POLICY } from "./tools/resilience/retry-policy.js";
 import { TurnManager } from "./turns/manager.js";
 
 export const DATABASE_FILE = "reins.db";
-const randomId = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 16);
 
 export type RuntimeOptions = {
   logger?: Logger;
@@ -109,7 +108,7 @@ function providerEngines(config: Config, logger: Logger): ModelEngine[] {
 export function createRuntime(config: Config, options: RuntimeOptions = {}): Runtime {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const now = options.now ?? Date.now;
-  const generateId = options.generateId ?? ((prefix: string) => `${prefix}_${randomId()}`);
+  const generateId = options.generateId ?? timeOrderedIds(now);
   const store =
     options.store ??
     new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), {
