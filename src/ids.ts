@@ -1,10 +1,11 @@
 /**
  * Ids of sessions, turns and tool calls: `<prefix>_` then the creation millisecond in 8 base-62
- * characters, then 12 random ones (crypto-strong, about 71 bits). Ids made later sort after earlier
- * ones byte by byte, so a new session's or turn's rows land at the right edge of every B-tree keyed
- * by them (primary keys, the events', blocks' and trace rows' keys) instead of on a random page: a
- * commit touches a few pages, not one per row. The cost is that an id tells when it was made — which
- * the record itself says to anyone who may read it (docs/decisions.md).
+ * characters, then 12 random ones (crypto-strong, about 71 bits). An id made in a later millisecond
+ * sorts after one made earlier, byte by byte (ids of one millisecond are in random order; a clock set
+ * back makes ids that sort earlier, still unique), so a new session's or turn's rows land at the right
+ * edge of every B-tree keyed by them (primary keys, the events', blocks' and trace rows' keys), where
+ * SQLite appends to full pages, instead of on a random page mid-tree. The cost is that an id tells when
+ * it was made (docs/decisions.md #15). `timePart` wraps after 62^8 ms (the year 8889).
  */
 import { customAlphabet } from "nanoid";
 

@@ -13,6 +13,15 @@ import pino from "pino";
 /** JavaScript's default sort compares UTF-16 code units: for these ASCII ids, SQLite's BINARY order. */
 const sorted = (ids: readonly string[]) => [...ids].sort();
 
+/** One id made at each of `times`, in that order. */
+function idsMadeAt(times: readonly number[], prefix: string): string[] {
+  let index = 0;
+  const next = timeOrderedIds(() => times[index]!);
+  const ids: string[] = [];
+  for (index = 0; index < times.length; index++) ids.push(next(prefix));
+  return ids;
+}
+
 describe("timePart", () => {
   it("writes a millisecond in eight base-62 digits, most significant first", () => {
     expect(timePart(0)).toBe("00000000");
@@ -40,12 +49,31 @@ describe("timeOrderedIds", () => {
       Date.UTC(2026, 10, 23) + 1,
       Date.UTC(2200, 0, 1),
     ];
-    let index = 0;
-    const next = timeOrderedIds(() => times[index]!);
-    const ids: string[] = [];
-    for (index = 0; index < times.length; index++) ids.push(next("ses"));
+    const ids = idsMadeAt(times, "ses");
     expect(sorted(ids)).toEqual(ids);
-    expect(sorted([...ids].reverse())).toEqual(ids);
+  });
+
+  it("sorts by time at every digit: each base-62 digit value at each of the eight places", () => {
+    const times: number[] = [];
+    for (let place = 0; place < 8; place++) {
+      for (let digit = 1; digit < 62; digit++) times.push(digit * 62 ** place);
+    }
+    times.sort((left, right) => left - right);
+    const ids = idsMadeAt(times, "turn");
+    expect(sorted(ids)).toEqual(ids);
+  });
+
+  it("floors fractions, clamps negatives to 0, and keeps ids unique when the clock goes back", () => {
+    expect(timePart(61.9)).toBe("0000000z");
+    expect(timePart(-5)).toBe("00000000");
+    let clock = 1_000;
+    const next = timeOrderedIds(() => clock);
+    const later = next("turn");
+    clock = 999;
+    const earlier = next("turn");
+    expect(earlier.slice(5, 13)).toBe(timePart(999));
+    expect(earlier < later).toBe(true);
+    expect(earlier).not.toBe(later);
   });
 
   it("keeps ids of one millisecond distinct by their random part", () => {
@@ -78,6 +106,14 @@ describe("the runtime's ids", () => {
       expect(sorted(sessionIds)).toEqual(sessionIds);
       expect(sorted(turnIds)).toEqual(turnIds);
       expect(turnIds[0]!.slice(5, 13)).toBe(timePart(Date.UTC(2026, 10, 23) + 1_000));
+      // the scripted model's tool call gets the runtime's call id, made on the same clock
+      clock += 60_000;
+      const tooled = runtime.manager.startTurn({ message: '/tool echo {"text":"x"}', provider: "scripted" });
+      await tooled.done;
+      const call = runtime.store.getHistory(tooled.sessionId).find((block) => block.kind === "tool_call");
+      expect(call && "callId" in call ? call.callId : undefined).toMatch(
+        new RegExp(`^call_${timePart(clock)}[0-9A-Za-z]{12}$`),
+      );
     } finally {
       runtime.store.close();
     }
