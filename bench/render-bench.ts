@@ -93,14 +93,17 @@ function syntheticTurns(size: number): HistoryBlock[] {
   const blocks: HistoryBlock[] = [];
   let turn = 0;
   let call = 0;
+  // blocks made as a live session makes them (src/history/live-session.ts): the content's fields, then
+  // the block's place, with `Object.assign` (src/objects.ts), so blocks of one shape share a hidden class
   const push = (content: Record<string, unknown>) =>
-    blocks.push({
-      ...content,
-      sessionId: "ses_bench",
-      turnId: `turn_${turn}`,
-      position: blocks.length,
-      createdAt: blocks.length,
-    } as HistoryBlock);
+    blocks.push(
+      Object.assign({}, content, {
+        sessionId: "ses_bench",
+        turnId: `turn_${turn}`,
+        position: blocks.length,
+        createdAt: blocks.length,
+      }) as HistoryBlock,
+    );
   while (blocks.length < size) {
     turn += 1;
     push({ kind: "text", role: "user", text: `Please look into item ${turn} and report what you find.` });

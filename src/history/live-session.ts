@@ -7,6 +7,7 @@
  * right after the message, for the call's response; a response lands in its slot whenever it comes,
  * so the history reads back in call order however the calls finish.
  */
+import { withFields } from "../objects.js";
 import type { BlockContent, HistoryBlock, SessionRecord, ToolResponseBlock } from "./model.js";
 
 /** A stored call and the position reserved for its response. */
@@ -86,7 +87,12 @@ export class LiveSession {
     let responsePosition = position + contents.length;
     const stored: { block: HistoryBlock; responsePosition: number | null }[] = [];
     for (const content of contents) {
-      const block = { ...content, sessionId: this.sessionId, turnId, position: position++, createdAt: at };
+      const block = withFields(content, {
+        sessionId: this.sessionId,
+        turnId,
+        position: position++,
+        createdAt: at,
+      });
       const reserved = content.kind === "tool_call" ? responsePosition++ : null;
       if (content.kind === "tool_call" && reserved !== null) {
         this.addCall(content.callId, {
@@ -112,13 +118,12 @@ export class LiveSession {
     if (!slot) throw new Error(`No tool call ${response.callId} in session ${this.sessionId}`);
     if (slot.answered) return undefined;
     this.markAnswered(response.callId);
-    const block: HistoryBlock = {
-      ...response,
+    const block: HistoryBlock = withFields(response, {
       sessionId: this.sessionId,
       turnId,
       position: slot.responsePosition,
       createdAt: at,
-    };
+    });
     // Responses land near the end (the slots of the newest message), so the scan is short.
     let index = this.blocks.length;
     while (index > 0 && (this.blocks[index - 1] as HistoryBlock).position > block.position) index--;

@@ -443,38 +443,51 @@ export function blockPayload(block: BlockContent): Record<string, unknown> {
 
 export function toHistoryBlock(row: BlockRow): HistoryBlock {
   const payload = JSON.parse(row.content) as Record<string, unknown>;
-  const base = {
-    sessionId: row.session_id,
-    turnId: row.turn_id,
-    position: row.position,
-    createdAt: row.created_at,
-  };
+  // Plain literals, fields in one order per kind: blocks of a kind share one hidden class (src/objects.ts).
+  const { session_id: sessionId, turn_id: turnId, position, created_at: createdAt } = row;
   switch (row.kind) {
     case "text":
-      return { ...base, kind: "text", role: row.role as "user" | "assistant", text: payload.text as string };
-    case "thinking":
       return {
-        ...base,
+        kind: "text",
+        role: row.role as "user" | "assistant",
+        text: payload.text as string,
+        sessionId,
+        turnId,
+        position,
+        createdAt,
+      };
+    case "thinking": {
+      const block: HistoryBlock & { kind: "thinking" } = {
         kind: "thinking",
         role: "assistant",
         text: payload.text as string,
-        ...(payload.signature === undefined ? {} : { signature: payload.signature as string }),
-        ...(payload.provider === undefined ? {} : { provider: payload.provider as string }),
-        ...(payload.model === undefined ? {} : { model: payload.model as string }),
+        sessionId,
+        turnId,
+        position,
+        createdAt,
       };
-    case "tool_call":
-      return {
-        ...base,
+      if (payload.signature !== undefined) block.signature = payload.signature as string;
+      if (payload.provider !== undefined) block.provider = payload.provider as string;
+      if (payload.model !== undefined) block.model = payload.model as string;
+      return block;
+    }
+    case "tool_call": {
+      const block: HistoryBlock & { kind: "tool_call" } = {
         kind: "tool_call",
         role: "assistant",
         callId: row.call_id as string,
         name: row.tool_name as string,
         input: payload.input as Record<string, unknown>,
-        ...(payload.providerCallId === undefined ? {} : { providerCallId: payload.providerCallId as string }),
+        sessionId,
+        turnId,
+        position,
+        createdAt,
       };
+      if (payload.providerCallId !== undefined) block.providerCallId = payload.providerCallId as string;
+      return block;
+    }
     case "tool_response":
       return {
-        ...base,
         kind: "tool_response",
         role: "tool",
         callId: row.call_id as string,
@@ -482,6 +495,10 @@ export function toHistoryBlock(row: BlockRow): HistoryBlock {
         status: row.status as ToolResponseBlock["status"],
         result: payload.result as string,
         isError: payload.isError as boolean,
+        sessionId,
+        turnId,
+        position,
+        createdAt,
       };
   }
 }

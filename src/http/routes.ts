@@ -11,6 +11,7 @@ import type { Config } from "../config/schema.js";
 import type { SessionSummary } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { McpServerInfo } from "../mcp/index.js";
+import { withFields } from "../objects.js";
 import type { StartTurnRequest, TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
@@ -135,7 +136,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const body = context.req.valid("json");
     const principal = context.get("principal");
     if (body.sessionId !== undefined) ownSession(principal, body.sessionId);
-    const { turnId, release } = startStreamedTurn({ ...body, principal });
+    const { turnId, release } = startStreamedTurn(withFields(body, { principal }));
     return streamTurnEvents(streamDeps, turnId, 0, release, nodeResponseOf(context));
   });
 

@@ -7,6 +7,7 @@
  */
 import type { ToolPolicy } from "../agents/tool-policy.js";
 import { ToolTimeoutError, TurnAbortedError, withoutStack, type AbortReason } from "../errors.js";
+import { withFields } from "../objects.js";
 import type { Decision, DecisionRecorder } from "../observability/decision.js";
 import {
   cancelledResult,
@@ -79,11 +80,10 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
   const { cancellation } = scope;
   const { timeoutMs, idleTimeoutMs } = run.limits;
   const record = (decision: CallDecision) =>
-    options.recorder.record(scope.turnId, {
-      ...decision,
-      callId: call.callId,
-      toolName: call.name,
-    } as Decision);
+    options.recorder.record(
+      scope.turnId,
+      withFields(decision, { callId: call.callId, toolName: call.name }) as Decision,
+    );
   return new Promise<AttemptResult>((resolve) => {
     const controller = new AbortController();
     let settled = false;

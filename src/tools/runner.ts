@@ -8,6 +8,7 @@
  * use is an unknown tool (and is never a fallback), and the agent's per-tool limits apply over the
  * configured overrides.
  */
+import { withFields } from "../objects.js";
 import {
   cancelledOutcome,
   errorMessage,
@@ -90,11 +91,8 @@ export class ToolRunner {
     const tool = this.allowedTool(call.name, scope);
     const resolved = resolveCall(tool, call.input, this.limitSettings(scope));
     for (const warning of resolved.warnings) this.warn(`${call.name} (${call.callId}): ${warning}`);
-    const finish = (outcome: PartialOutcome, attempts: number): ToolOutcome => ({
-      ...outcome,
-      durationMs: this.now() - startedAt,
-      attempts,
-    });
+    const finish = (outcome: PartialOutcome, attempts: number): ToolOutcome =>
+      withFields(outcome, { durationMs: this.now() - startedAt, attempts });
 
     // a call cancelled before it started has no tool_start (its turn or deadline closed it already)
     if (scope.signal.aborted || scope.cancellation?.isCancelled(call.callId)) {
@@ -279,7 +277,10 @@ export class ToolRunner {
   }
 
   private decide(scope: CallScope, call: ToolCallRequest, decision: CallDecision): void {
-    this.recorder.record(scope.turnId, { ...decision, callId: call.callId, toolName: call.name } as Decision);
+    this.recorder.record(
+      scope.turnId,
+      withFields(decision, { callId: call.callId, toolName: call.name }) as Decision,
+    );
   }
 }
 

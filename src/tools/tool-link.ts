@@ -30,12 +30,13 @@ export type ContextFacts = Omit<ToolContext, "heartbeat" | "services">;
 
 /** A tool's context whose heartbeat and services go through the link (and go quiet once it is cut). */
 export function linkedContext(facts: ContextFacts, link: ToolLink): ToolContext {
+  // the facts last: a literal that spreads and then adds properties gets a hidden class of its own (src/objects.ts)
   return {
-    ...facts,
     get services() {
       return link.services;
     },
     heartbeat: (message?: string) => link.heartbeat?.(message),
+    ...facts,
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import { isTerminalEvent, type EventBody, type TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
+import { withFields } from "../objects.js";
 
 export type EventListener = (event: TurnEvent) => void;
 
@@ -82,7 +83,7 @@ export class TurnEventBus {
       }
       return undefined;
     }
-    const event = { ...body, turnId: this.turnId, seq: this.seq + 1, at: this.now() } as TurnEvent;
+    const event = withFields(body, { turnId: this.turnId, seq: this.seq + 1, at: this.now() }) as TurnEvent;
     try {
       this.store.appendEvent(event);
     } catch (error) {

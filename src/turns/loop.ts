@@ -7,6 +7,7 @@
 import type { EventBody } from "../events.js";
 import type { BlockContent, TokenUsage, ToolCallBlock } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
+import { withFields } from "../objects.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolPolicy } from "../agents/tool-policy.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -381,13 +382,15 @@ export class ToolCallingLoop {
     };
     const flushThinking = () => {
       if (thinking) {
-        blocks.push({
-          kind: "thinking",
-          role: "assistant",
-          ...thinking,
-          provider: turn.engine.provider,
-          model: turn.model,
-        });
+        blocks.push(
+          withFields(
+            { kind: "thinking" as const, role: "assistant" as const, ...thinking },
+            {
+              provider: turn.engine.provider,
+              model: turn.model,
+            },
+          ),
+        );
       }
       thinking = undefined;
     };

@@ -13,6 +13,7 @@
  * How one message is shaped depends only on the role of the message before it (shaping never changes
  * the role a message's output ends with), so an incremental render shapes each message once.
  */
+import { withFields } from "../../objects.js";
 import type { ProviderProfile, ShapeQuirks } from "./profiles.js";
 import type {
   RenderDiagnostics,
@@ -81,7 +82,7 @@ export function pushShaped(
         })),
       );
     }
-    shaped.push({ ...message, content: rest });
+    shaped.push(withFields(message, { content: rest }));
     return;
   }
   if (message.role === "user") {
@@ -180,7 +181,7 @@ export function settleSignedThinking(
       if (part.type === "thinking")
         diagnostics.droppedThinking.push({ position: -1, reason: "thinking_disabled" });
     }
-    return { ...candidate, content: candidate.content.filter((part) => part.type !== "thinking") };
+    return withFields(candidate, { content: candidate.content.filter((part) => part.type !== "thinking") });
   });
 }
 
