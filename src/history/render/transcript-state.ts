@@ -198,25 +198,33 @@ export class TranscriptState {
     const items = this.assembler.messages.items;
     const committed = this.assembler.messages.committed;
     const first = cut.droppedMessages;
-    let output: ProviderMessage[] = [];
+    const head: ProviderMessage[] = [];
     let from = first;
     let committedFrom = 0;
     if (cut.firstKept !== undefined) {
-      this.pushProvider(output, cut.firstKept, undefined);
+      this.pushProvider(head, cut.firstKept, undefined);
       from = first + 1;
       if (from < committed) committedFrom = this.committedSums.providerAfterFirst[cut.droppedTurns]!;
     }
+    let kept: readonly ProviderMessage[] = [];
     if (from < committed) {
-      // One copy of the committed messages (the request must not share the cache's growing array).
-      const committedMessages = this.providerMessages.slice(committedFrom);
-      output = output.length === 0 ? committedMessages : output.concat(committedMessages);
+      kept = committedFrom === 0 ? this.providerMessages : this.providerMessages.slice(committedFrom);
     }
+    // The tail's messages go to a short list that starts with the message before them, which a tail
+    // message may replace (Anthropic's user text joins the tool results before it); the request is then
+    // made in one copy, sized once (pushing onto a copy of the committed messages would copy them again).
+    const before = kept.length > 0 ? kept[kept.length - 1] : head.pop();
+    const tail: ProviderMessage[] = before === undefined ? [] : [before];
     for (let index = Math.max(from, committed); index < items.length; index++) {
-      this.pushProvider(output, items[index]!, index > first ? items[index - 1]!.role : undefined);
+      this.pushProvider(tail, items[index]!, index > first ? items[index - 1]!.role : undefined);
     }
     const lastRole = items.length > first ? items[items.length - 1]!.role : undefined;
     const closing = closingMessage(lastRole, this.settings.profile.quirks);
-    if (closing !== undefined) this.pushProvider(output, closing, lastRole);
+    if (closing !== undefined) this.pushProvider(tail, closing, lastRole);
+    if (kept.length === 0) return head.concat(tail);
+    // the request must not share the cache's growing array: this is its one copy
+    const output = head.concat(kept, tail.slice(1));
+    if (tail[0] !== before) output[head.length + kept.length - 1] = tail[0]!;
     return output;
   }
 
