@@ -3,7 +3,15 @@
  * batch is made of, and the mapping between rows and the canonical model.
  */
 import type { Database, Statement } from "better-sqlite3";
-import type { BlockContent, HistoryBlock, ToolResponseBlock, TurnRecord, TurnStatus } from "./model.js";
+import { withFields } from "../objects.js";
+import type {
+  BlockContent,
+  HistoryBlock,
+  ToolCallBlock,
+  ToolResponseBlock,
+  TurnRecord,
+  TurnStatus,
+} from "./model.js";
 
 export type BlockRow = {
   session_id: string;
@@ -443,63 +451,52 @@ export function blockPayload(block: BlockContent): Record<string, unknown> {
 
 export function toHistoryBlock(row: BlockRow): HistoryBlock {
   const payload = JSON.parse(row.content) as Record<string, unknown>;
-  // Plain literals, fields in one order per kind: blocks of a kind share one hidden class (src/objects.ts).
-  const { session_id: sessionId, turn_id: turnId, position, created_at: createdAt } = row;
+  // Made as a live session makes its blocks (the content in the order the turn writes it, then the
+  // place, with `withFields`), so a session read back shares hidden classes with one that grew here.
+  const place = {
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    position: row.position,
+    createdAt: row.created_at,
+  };
   switch (row.kind) {
     case "text":
-      return {
-        kind: "text",
-        role: row.role as "user" | "assistant",
-        text: payload.text as string,
-        sessionId,
-        turnId,
-        position,
-        createdAt,
-      };
+      return withFields(
+        { kind: "text" as const, role: row.role as "user" | "assistant", text: payload.text as string },
+        place,
+      );
     case "thinking": {
-      const block: HistoryBlock & { kind: "thinking" } = {
+      const thinking: BlockContent & { kind: "thinking" } = {
         kind: "thinking",
         role: "assistant",
         text: payload.text as string,
-        sessionId,
-        turnId,
-        position,
-        createdAt,
       };
-      if (payload.signature !== undefined) block.signature = payload.signature as string;
-      if (payload.provider !== undefined) block.provider = payload.provider as string;
-      if (payload.model !== undefined) block.model = payload.model as string;
-      return block;
+      if (payload.signature !== undefined) thinking.signature = payload.signature as string;
+      if (payload.provider !== undefined) thinking.provider = payload.provider as string;
+      if (payload.model !== undefined) thinking.model = payload.model as string;
+      return withFields(thinking, place);
     }
     case "tool_call": {
-      const block: HistoryBlock & { kind: "tool_call" } = {
-        kind: "tool_call",
-        role: "assistant",
-        callId: row.call_id as string,
-        name: row.tool_name as string,
-        input: payload.input as Record<string, unknown>,
-        sessionId,
-        turnId,
-        position,
-        createdAt,
-      };
-      if (payload.providerCallId !== undefined) block.providerCallId = payload.providerCallId as string;
-      return block;
+      // the turn writes kind, role, callId, providerCallId, name, input: this builds them in that order
+      const call = { kind: "tool_call", role: "assistant", callId: row.call_id } as Record<string, unknown>;
+      if (payload.providerCallId !== undefined) call.providerCallId = payload.providerCallId;
+      call.name = row.tool_name;
+      call.input = payload.input;
+      return withFields(call as unknown as ToolCallBlock, place);
     }
     case "tool_response":
-      return {
-        kind: "tool_response",
-        role: "tool",
-        callId: row.call_id as string,
-        name: row.tool_name as string,
-        status: row.status as ToolResponseBlock["status"],
-        result: payload.result as string,
-        isError: payload.isError as boolean,
-        sessionId,
-        turnId,
-        position,
-        createdAt,
-      };
+      return withFields(
+        {
+          kind: "tool_response" as const,
+          role: "tool" as const,
+          callId: row.call_id as string,
+          name: row.tool_name as string,
+          status: row.status as ToolResponseBlock["status"],
+          result: payload.result as string,
+          isError: payload.isError as boolean,
+        },
+        place,
+      );
   }
 }
 

@@ -30,13 +30,22 @@ export type ContextFacts = Omit<ToolContext, "heartbeat" | "services">;
 
 /** A tool's context whose heartbeat and services go through the link (and go quiet once it is cut). */
 export function linkedContext(facts: ContextFacts, link: ToolLink): ToolContext {
-  // the facts last: a literal that spreads and then adds properties gets a hidden class of its own (src/objects.ts)
+  // Field by field, not `{ ...facts, … }`: a literal that spreads and then adds properties gets a hidden
+  // class of its own (src/objects.ts); and nothing in `facts` can stand in for the live parts.
   return {
+    turnId: facts.turnId,
+    sessionId: facts.sessionId,
+    agentId: facts.agentId,
+    callId: facts.callId,
+    toolName: facts.toolName,
+    workspace: facts.workspace,
+    allowedRoots: facts.allowedRoots,
+    depth: facts.depth,
+    signal: facts.signal,
     get services() {
       return link.services;
     },
     heartbeat: (message?: string) => link.heartbeat?.(message),
-    ...facts,
   };
 }
 

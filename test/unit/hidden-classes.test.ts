@@ -8,8 +8,8 @@
 import { setFlagsFromString } from "node:v8";
 import { describe, expect, it } from "vitest";
 import { LiveSession } from "../../src/history/live-session.js";
-import type { HistoryBlock } from "../../src/history/model.js";
-import { toHistoryBlock, type BlockRow } from "../../src/history/sqlite-rows.js";
+import type { HistoryBlock, ToolResponseBlock } from "../../src/history/model.js";
+import { blockPayload, toHistoryBlock, type BlockRow } from "../../src/history/sqlite-rows.js";
 import { withFields } from "../../src/objects.js";
 import { TurnEventBus } from "../../src/turns/event-bus.js";
 import type { TurnEvent } from "../../src/events.js";
@@ -28,6 +28,36 @@ function sharedWithPrevious(objects: readonly object[]): number {
 }
 
 const COUNT = 500;
+
+/** The complete result of call `call_<index>`. */
+function completeResult(index: number): ToolResponseBlock {
+  return {
+    kind: "tool_response",
+    role: "tool",
+    callId: `call_${index}`,
+    name: "echo",
+    status: "complete",
+    result: `${index}`,
+    isError: false,
+  };
+}
+
+/** The row the store writes for a block (sqlite-store.ts `append`/`respond` through `blockParams`). */
+function rowOf(block: HistoryBlock, responsePosition: number | null): BlockRow {
+  return {
+    session_id: block.sessionId,
+    position: block.position,
+    turn_id: block.turnId,
+    role: block.role,
+    kind: block.kind,
+    call_id: "callId" in block ? block.callId : null,
+    tool_name: "name" in block ? block.name : null,
+    status: block.kind === "tool_response" ? block.status : null,
+    content: JSON.stringify(blockPayload(block)),
+    response_position: responsePosition,
+    created_at: block.createdAt,
+  };
+}
 const record = {
   id: "ses_1",
   agentId: "default",
@@ -57,19 +87,7 @@ describe("hidden classes of hot-path objects", () => {
         [{ kind: "tool_call", role: "assistant", callId: `call_${index}`, name: "echo", input: { index } }],
         index,
       );
-      session.respond(
-        "turn_1",
-        {
-          kind: "tool_response",
-          role: "tool",
-          callId: `call_${index}`,
-          name: "echo",
-          status: "complete",
-          result: `${index}`,
-          isError: false,
-        },
-        index,
-      );
+      session.respond("turn_1", completeResult(index), index);
     }
     const byKind = (kind: HistoryBlock["kind"]) => session.history.filter((block) => block.kind === kind);
     for (const kind of ["text", "tool_call", "tool_response"] as const) {
@@ -78,28 +96,49 @@ describe("hidden classes of hot-path objects", () => {
     }
   });
 
-  it("blocks read back from rows share one hidden class per kind", () => {
-    const rows: BlockRow[] = Array.from({ length: COUNT }, (_, index) => ({
-      session_id: "ses_1",
-      position: index,
-      turn_id: "turn_1",
-      role: "assistant",
-      kind: "tool_call",
-      call_id: `call_${index}`,
-      tool_name: "echo",
-      status: null,
-      content: JSON.stringify({ input: { index }, providerCallId: `p${index}` }),
-      response_position: null,
-      created_at: index,
-    }));
-    const blocks = rows.map(toHistoryBlock);
-    expect(blocks[0]).toMatchObject({
-      kind: "tool_call",
-      callId: "call_0",
-      providerCallId: "p0",
-      position: 0,
-    });
-    expect(sharedWithPrevious(blocks)).toBe(COUNT - 1);
+  it("blocks read back from rows share one hidden class per kind, the class of blocks a live session makes", () => {
+    const live = new LiveSession({ ...record }, 0);
+    const rows: BlockRow[] = [];
+    for (let index = 0; index < COUNT; index++) {
+      const stored = live.append(
+        "turn_1",
+        [
+          { kind: "text", role: "user", text: `question ${index}` },
+          {
+            kind: "thinking",
+            role: "assistant",
+            text: "hmm",
+            signature: `sig${index}`,
+            provider: "p",
+            model: "m",
+          },
+          { kind: "text", role: "assistant", text: `answer ${index}` },
+          {
+            kind: "tool_call",
+            role: "assistant",
+            callId: `call_${index}`,
+            providerCallId: `p${index}`,
+            name: "echo",
+            input: { index },
+          },
+        ],
+        index,
+      );
+      const response = live.respond("turn_1", completeResult(index), index);
+      for (const { block, responsePosition } of [...stored, { block: response!, responsePosition: null }]) {
+        rows.push(rowOf(block, responsePosition));
+      }
+    }
+    const readBack = rows.map(toHistoryBlock);
+    expect(readBack).toEqual(live.history.slice().sort((left, right) => left.position - right.position));
+    for (const kind of ["text", "thinking", "tool_call", "tool_response"] as const) {
+      const blocks = readBack.filter((block) => block.kind === kind);
+      expect(sharedWithPrevious(blocks), kind).toBe(blocks.length - 1);
+    }
+    // a restored session mixes both: each read-back block has its live twin's class
+    const liveByPosition = new Map(live.history.map((block) => [block.position, block]));
+    const unlike = readBack.filter((block) => !haveSameMap(block, liveByPosition.get(block.position)!));
+    expect(unlike.map((block) => `${block.kind}@${block.position}`)).toEqual([]);
   });
 
   it("a turn's events of one type share one hidden class", () => {
@@ -111,5 +150,17 @@ describe("hidden classes of hot-path objects", () => {
     }
     expect(events).toHaveLength(COUNT);
     expect(sharedWithPrevious(events)).toBe(COUNT - 1);
+  });
+
+  it("withFields gives what the spread gives, also for an own __proto__ key (which Object.assign would follow)", () => {
+    const source = JSON.parse('{"a":1,"__proto__":{"sessionId":"someone else"},"b":2}') as Record<
+      string,
+      unknown
+    >;
+    const made = withFields(source, { c: 3 });
+    expect(Object.getPrototypeOf(made)).toBe(Object.prototype);
+    expect((made as Record<string, unknown>).sessionId).toBeUndefined();
+    expect(JSON.stringify(made)).toBe(JSON.stringify({ ...source, c: 3 }));
+    expect(withFields({ a: 1, b: 2 }, { b: 3, c: undefined })).toEqual({ a: 1, b: 3, c: undefined });
   });
 });
