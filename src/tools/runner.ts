@@ -141,12 +141,14 @@ export class ToolRunner {
     allowFallback: boolean,
   ): Promise<{ outcome: PartialOutcome; attempts: number }> {
     const { call, tool, scope } = run;
-    const policy: RetryPolicy = {
-      ...DEFAULT_RETRY_POLICY,
-      ...this.settings.retry,
-      ...tool.retry,
-      ...this.limitSettings(scope).overrides[tool.name]?.retry,
-    };
+    // Object.assign, not a literal of spreads: that would make a hidden class per call (src/objects.ts)
+    const policy: RetryPolicy = Object.assign(
+      {},
+      DEFAULT_RETRY_POLICY,
+      this.settings.retry,
+      tool.retry,
+      this.limitSettings(scope).overrides[tool.name]?.retry,
+    );
     const breaker = this.breakers.get(tool.name);
     const observe = (transition: BreakerTransition) =>
       this.recorder.record(scope.turnId, { kind: "breaker_transition", callId: call.callId, ...transition });
@@ -273,7 +275,7 @@ export class ToolRunner {
   /** The limit settings of a call: the agent's per-tool overrides, already merged over the global ones. */
   private limitSettings(scope: CallScope): LimitSettings {
     const overrides = scope.toolPolicy?.toolOverrides;
-    return overrides ? { ...this.settings, overrides } : this.settings;
+    return overrides ? withFields(this.settings, { overrides }) : this.settings;
   }
 
   private decide(scope: CallScope, call: ToolCallRequest, decision: CallDecision): void {
