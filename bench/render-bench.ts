@@ -18,6 +18,7 @@
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { HistoryBlock, ToolResponseStatus } from "../src/history/model.js";
+import { withFields } from "../src/objects.js";
 import {
   PROFILE_NAMES,
   TranscriptCache,
@@ -93,16 +94,16 @@ function syntheticTurns(size: number): HistoryBlock[] {
   const blocks: HistoryBlock[] = [];
   let turn = 0;
   let call = 0;
-  // blocks made as a live session makes them (src/history/live-session.ts): the content's fields, then
-  // the block's place, with `Object.assign` (src/objects.ts), so blocks of one shape share a hidden class
+  // blocks made as a live session makes them (src/history/live-session.ts), so blocks of one shape
+  // share a hidden class
   const push = (content: Record<string, unknown>) =>
     blocks.push(
-      Object.assign({}, content, {
+      withFields(content, {
         sessionId: "ses_bench",
         turnId: `turn_${turn}`,
         position: blocks.length,
         createdAt: blocks.length,
-      }) as HistoryBlock,
+      }) as unknown as HistoryBlock,
     );
   while (blocks.length < size) {
     turn += 1;

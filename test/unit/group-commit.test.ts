@@ -22,6 +22,7 @@ import {
 import type { ModelEngine } from "../../src/providers/engine.js";
 import { TurnEventBus } from "../../src/turns/event-bus.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
+import { startTurn } from "../support/history-store.js";
 
 /**
  * A queue over `commit` whose end-of-tick flush runs only when the test says so; `now` is its clock
@@ -280,16 +281,7 @@ describe("slices and a crash", () => {
   it("never commit a turn's end without its terminal event (one step writes both)", async () => {
     const store = createMemoryHistoryStore({ now: () => 1 });
     try {
-      store.createSession("ses_1", "default");
-      store.beginTurn({
-        id: "turn_1",
-        sessionId: "ses_1",
-        agentId: "default",
-        provider: "scripted",
-        model: "scripted-1",
-        startedAt: 1,
-        userMessage: "hi",
-      });
+      startTurn(store);
       store.flush();
       const bus = new TurnEventBus("turn_1", store, () => 1);
       // the answer's deltas, each from a step of its own, so that the first slice (FIRST_OPS_PER_SLICE

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
 import type { SessionPosition } from "../../src/history/store.js";
+import { startTurn } from "../support/history-store.js";
 
 let directory: string;
 let file: string;
@@ -35,15 +36,7 @@ afterEach(() => {
 });
 
 function runTurn(store: SqliteHistoryStore, sessionId: string, turnId: string, message = "hello") {
-  store.beginTurn({
-    id: turnId,
-    sessionId,
-    agentId: "default",
-    provider: "scripted",
-    model: "scripted-1",
-    startedAt: clock,
-    userMessage: message,
-  });
+  startTurn(store, turnId, sessionId, { startedAt: clock, userMessage: message });
   store.appendAssistant(sessionId, turnId, [{ kind: "text", role: "assistant", text: `re: ${message}` }]);
   store.appendEvent({ type: "text_delta", text: "x", turnId, seq: 1, at: clock } as TurnEvent);
   store.appendTrace(turnId, { kind: "abort", reason: "user", closedCalls: 0 });
@@ -192,15 +185,7 @@ describe("deleting a session", () => {
   it("refuses while a turn runs, and forgets a cached session so its id is free again", () => {
     const store = open();
     store.createSession("ses_1", "default", null);
-    store.beginTurn({
-      id: "turn_1",
-      sessionId: "ses_1",
-      agentId: "default",
-      provider: "scripted",
-      model: "scripted-1",
-      startedAt: clock,
-      userMessage: "hi",
-    });
+    startTurn(store, "turn_1", "ses_1", { startedAt: clock, userMessage: "hi" });
     expect(() => store.deleteSession("ses_1")).toThrow(/running turn/);
     store.endTurn("turn_1", { status: "completed", stopReason: "end_turn" });
     expect(store.deleteSession("ses_1")).toBe(true);

@@ -11,6 +11,7 @@ import type { TurnEvent } from "../../src/events.js";
 import { migrate } from "../../src/history/migrate.js";
 import type { BlockContent, ToolResponseBlock } from "../../src/history/model.js";
 import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
+import { startTurn } from "../support/history-store.js";
 
 const FIXTURE_V1 = new URL("../fixtures/db-v1.sql", import.meta.url);
 
@@ -55,20 +56,6 @@ const response = (callId: string, result: string, name = "echo"): ToolResponseBl
   result,
   isError: false,
 });
-
-/** A session with one running turn. */
-function startTurn(store: SqliteHistoryStore, turnId = "turn_1", sessionId = "ses_1") {
-  if (!store.getSession(sessionId)) store.createSession(sessionId, "default");
-  store.beginTurn({
-    id: turnId,
-    sessionId,
-    agentId: "default",
-    provider: "scripted",
-    model: "scripted-1",
-    startedAt: 1,
-    userMessage: "go",
-  });
-}
 
 /** Condensed history: kind, call id and (for responses) result. */
 function summary(store: SqliteHistoryStore, sessionId = "ses_1") {

@@ -211,8 +211,7 @@ export class TranscriptState {
       kept = committedFrom === 0 ? this.providerMessages : this.providerMessages.slice(committedFrom);
     }
     // The tail's messages go to a short list that starts with the message before them, which a tail
-    // message may replace (Anthropic's user text joins the tool results before it); the request is then
-    // made in one copy, sized once (pushing onto a copy of the committed messages would copy them again).
+    // message may replace (Anthropic's user text joins the tool results before it).
     const before = kept.length > 0 ? kept[kept.length - 1] : head.pop();
     const tail: ProviderMessage[] = before === undefined ? [] : [before];
     for (let index = Math.max(from, committed); index < items.length; index++) {
@@ -222,7 +221,8 @@ export class TranscriptState {
     const closing = closingMessage(lastRole, this.settings.profile.quirks);
     if (closing !== undefined) this.pushProvider(tail, closing, lastRole);
     if (kept.length === 0) return head.concat(tail);
-    // the request must not share the cache's growing array: this is its one copy
+    // the request's one copy, sized once: it must not share the cache's growing array, and pushing the
+    // tail onto a copy of the committed messages would copy them all again
     const output = head.concat(kept, tail.slice(1));
     if (tail[0] !== before) output[head.length + kept.length - 1] = tail[0]!;
     return output;
