@@ -16,6 +16,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import type { ServerResponse } from "node:http";
 import type { TurnEvent } from "../events.js";
+import { framed, withFrameHeaders } from "./frame-guard.js";
 
 export const SSE_HEADERS = {
   "Content-Type": "text/event-stream",
@@ -158,5 +159,8 @@ export function sseResponse(options: SseOptions): Response {
       highWaterMark: 0,
     },
   );
-  return new Response(body, { status: 200, headers: options.format?.headers ?? SSE_HEADERS });
+  // made with the frame headers: frameGuard need not read them back (frame-guard.ts)
+  return framed(
+    new Response(body, { status: 200, headers: withFrameHeaders(options.format?.headers ?? SSE_HEADERS) }),
+  );
 }

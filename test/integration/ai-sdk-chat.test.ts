@@ -178,6 +178,8 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
     expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    expect(response.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
     const raw = await response.text();
     expect(raw.trimEnd().endsWith("data: [DONE]")).toBe(true);
 

@@ -33,6 +33,8 @@ describe("turns over HTTP", () => {
     const stream = await SseStream.start(server.baseUrl, { message: "hello world" });
     expect(stream.response.headers.get("content-type")).toBe("text/event-stream");
     expect(stream.response.headers.get("x-accel-buffering")).toBe("no");
+    expect(stream.response.headers.get("x-frame-options")).toBe("DENY");
+    expect(stream.response.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
     const events = await stream.untilEnd();
 
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));

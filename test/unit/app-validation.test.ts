@@ -359,6 +359,27 @@ describe("framing", () => {
       expect(response.headers.get("x-frame-options")).toBe("DENY");
     },
   );
+
+  // event streams are made with the frame headers (frameGuard passes them as they are)
+  it.each([
+    ["a turn's event stream", "/api/sessions/stream", { message: "hi" }],
+    [
+      "an AI SDK chat stream",
+      "/api/chat",
+      {
+        id: "chat-framing",
+        trigger: "submit-message",
+        messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }],
+      },
+    ],
+  ])("forbids framing %s, with one policy", async (_name, path, body) => {
+    const response = await app.request(path, { method: "POST", headers: json, body: JSON.stringify(body) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(response.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    await response.text();
+  });
 });
 
 describe("turn routes of someone else's turn and of an unknown turn", () => {
