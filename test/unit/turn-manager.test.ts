@@ -17,6 +17,7 @@ import { isTerminalEvent, type TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
 import { SqliteHistoryStore, createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
 import type { HistoryStore } from "../../src/history/store.js";
+import type { ModelEngine } from "../../src/providers/engine.js";
 import { ScriptedModel } from "../../src/providers/scripted.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import type { ToolDefinition } from "../../src/tools/types.js";
@@ -434,6 +435,33 @@ describe("TurnManager: turns", () => {
       pairing(runtime.store.getHistory(turn.sessionId)).map((call) => call.responses[0]?.result),
     ).toEqual(["step 0", "step 1", "step 2"]);
     expect(runtime.store.getTurn(turn.turnId)).toMatchObject({ stopReason: "max_steps", toolCallCount: 3 });
+  });
+
+  it("tells whatever still listens on a completed turn's signal that the turn is over", async () => {
+    // An engine that leaves work behind (a keep-alive it stops only on abort) and one that does not.
+    const stopped: string[] = [];
+    const engine = (provider: string, leaves: boolean): ModelEngine => ({
+      provider,
+      defaultModel: `${provider}-1`,
+      async *stream(_request, signal) {
+        if (leaves) signal.addEventListener("abort", () => stopped.push(provider), { once: true });
+        yield { type: "text_delta", text: "done" };
+        yield { type: "stop", reason: "end_turn" };
+      },
+    });
+    const runtime = createRuntime(parseConfig({ logLevel: "silent" }).config, {
+      store: createMemoryHistoryStore(),
+      logger: silent,
+      engines: [engine("leaky", true), engine("tidy", false)],
+    });
+    runtimes.push(runtime);
+
+    const leaky = runtime.manager.startTurn({ message: "hi", provider: "leaky" });
+    expect(await leaky.done).toMatchObject({ status: "completed" });
+    expect(stopped).toEqual(["leaky"]);
+    const tidy = runtime.manager.startTurn({ message: "hi", provider: "tidy" });
+    expect(await tidy.done).toMatchObject({ status: "completed" });
+    expect(stopped).toEqual(["leaky"]);
   });
 
   it("refuses a second turn on a busy session and accepts one after the first ends", async () => {
