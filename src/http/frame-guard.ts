@@ -5,9 +5,11 @@
  * `frame-ancestors 'none'`: appended to the policy a response already has (the page's), or as the whole
  * policy otherwise.
  *
- * A response made with those headers already (`framed`: every event stream) is passed as it is. The
- * others are amended after the handler; reading a response's headers is what costs there — served by
- * @hono/node-server, it builds a `Headers` object for the response, about 40 µs a turn's stream.
+ * A response made with those headers already (`framedResponse`: every event stream) is passed as it is.
+ * The others are amended after the handler; reading a response's headers is what costs there — served
+ * by @hono/node-server, it builds a `Headers` object for the response, about 40 µs a turn's stream. With
+ * CORS_ORIGINS set, the CORS middleware (inside this one) replaces the handler's response by a copy with
+ * its headers added, so streams are amended like the rest: same headers, no saving.
  */
 import type { MiddlewareHandler } from "hono";
 
@@ -27,13 +29,20 @@ export function frameGuard(): MiddlewareHandler {
   };
 }
 
-/** A response whose headers came from `withFrameHeaders`: `frameGuard` leaves it as it is. */
-export function framed(response: Response): Response {
+/** A response made with `headers` and the frame headers; `frameGuard` leaves it as it is. */
+export function framedResponse(
+  body: ConstructorParameters<typeof Response>[0],
+  init: { status: number; headers: Readonly<Record<string, string>> },
+): Response {
+  const response = new Response(body, { status: init.status, headers: withFrameHeaders(init.headers) });
   framedResponses.add(response);
   return response;
 }
 
-/** `headers` with the frame headers, by the middleware's rule; made once per record. */
+/**
+ * `headers` with the frame headers, by the middleware's rule; made once per record, so a record must not
+ * change once used (the stream formats' records are frozen).
+ */
 export function withFrameHeaders(
   headers: Readonly<Record<string, string>>,
 ): Readonly<Record<string, string>> {

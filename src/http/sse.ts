@@ -16,14 +16,14 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import type { ServerResponse } from "node:http";
 import type { TurnEvent } from "../events.js";
-import { framed, withFrameHeaders } from "./frame-guard.js";
+import { framedResponse } from "./frame-guard.js";
 
-export const SSE_HEADERS = {
+export const SSE_HEADERS = Object.freeze({
   "Content-Type": "text/event-stream",
   "Cache-Control": "no-cache",
   Connection: "keep-alive",
   "X-Accel-Buffering": "no",
-} as const;
+} as const);
 
 /**
  * The reconnection delay every stream announces (docs/events.md#replay-and-reconnection): a browser's
@@ -48,7 +48,7 @@ export type SseOptions = {
   /** Called once when the stream ends for any reason. */
   onClose(): void;
   /** Another wire format on the same writer: its headers, first frame and keep-alive frame. */
-  format?: { headers: Record<string, string>; preamble: string; ping: () => string };
+  format?: { headers: Readonly<Record<string, string>>; preamble: string; ping: () => string };
   /** The Node response this Response will be written to, when there is one (`nodeResponseOf`). */
   nodeResponse?: NodeResponse;
 };
@@ -160,7 +160,5 @@ export function sseResponse(options: SseOptions): Response {
     },
   );
   // made with the frame headers: frameGuard need not read them back (frame-guard.ts)
-  return framed(
-    new Response(body, { status: 200, headers: withFrameHeaders(options.format?.headers ?? SSE_HEADERS) }),
-  );
+  return framedResponse(body, { status: 200, headers: options.format?.headers ?? SSE_HEADERS });
 }

@@ -25,13 +25,13 @@ import type { EventOf, TurnEvent } from "../events.js";
 export type UiMessageChunk = { type: string } & Record<string, unknown>;
 
 /** The header that tells the AI SDK the response is a UI message stream of version 1. */
-export const UI_MESSAGE_STREAM_HEADERS = {
+export const UI_MESSAGE_STREAM_HEADERS = Object.freeze({
   "Content-Type": "text/event-stream",
   "Cache-Control": "no-cache",
   Connection: "keep-alive",
   "X-Accel-Buffering": "no",
   "x-vercel-ai-ui-message-stream": "v1",
-} as const;
+} as const);
 
 /** The protocol's finish reasons. */
 type FinishReason = "stop" | "length" | "content-filter" | "tool-calls" | "error" | "other";

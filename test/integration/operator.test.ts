@@ -256,6 +256,23 @@ describe("auth and ownership", () => {
     const refused = await preflight("https://evil.example");
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
   });
+
+  it("streams a cross-origin turn with the CORS headers and the frame headers, each once", async () => {
+    const stream = await SseStream.open(
+      `${server.baseUrl}/api/sessions/stream`,
+      as(ALICE, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: "https://chat.example" },
+        body: JSON.stringify({ message: "hello" }),
+      }),
+    );
+    const { headers } = stream.response;
+    expect(headers.get("access-control-allow-origin")).toBe("https://chat.example");
+    expect(headers.get("x-frame-options")).toBe("DENY");
+    expect(headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
+    expect(headers.get("content-type")).toBe("text/event-stream");
+    expect((await stream.untilEnd()).at(-1)?.type).toBe("turn_complete");
+  });
 });
 
 describe("exposure", () => {

@@ -5,7 +5,12 @@
  */
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { FRAME_ANCESTORS_NONE, frameGuard, framed, withFrameHeaders } from "../../src/http/frame-guard.js";
+import {
+  FRAME_ANCESTORS_NONE,
+  frameGuard,
+  framedResponse,
+  withFrameHeaders,
+} from "../../src/http/frame-guard.js";
 
 describe("withFrameHeaders", () => {
   it("adds both headers to a record with neither, keeping the others", () => {
@@ -42,9 +47,7 @@ describe("frameGuard", () => {
   app.get("/own-policy", (context) =>
     context.text("ok", 200, { "Content-Security-Policy": "default-src 'self'" }),
   );
-  app.get("/framed", () =>
-    framed(new Response("ok", { headers: withFrameHeaders({ "Content-Type": "text/plain" }) })),
-  );
+  app.get("/framed", () => framedResponse("ok", { status: 200, headers: { "Content-Type": "text/plain" } }));
 
   it.each([
     ["/plain", FRAME_ANCESTORS_NONE],
@@ -54,5 +57,28 @@ describe("frameGuard", () => {
     const response = await app.request(path);
     expect(response.headers.get("x-frame-options")).toBe("DENY");
     expect(response.headers.get("content-security-policy")).toBe(policy);
+  });
+
+  it("does not read back the headers of a response made with them (what a served stream pays for)", async () => {
+    const getter = Object.getOwnPropertyDescriptor(Response.prototype, "headers")!.get!;
+    let reads = 0;
+    Object.defineProperty(Response.prototype, "headers", {
+      configurable: true,
+      get(this: Response) {
+        reads++;
+        return getter.call(this);
+      },
+    });
+    const readsServing = async (path: string) => {
+      reads = 0;
+      await app.request(path);
+      return reads;
+    };
+    try {
+      expect(await readsServing("/framed")).toBe(0);
+      expect(await readsServing("/plain")).toBeGreaterThan(0);
+    } finally {
+      Object.defineProperty(Response.prototype, "headers", { configurable: true, get: getter });
+    }
   });
 });
