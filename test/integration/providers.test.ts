@@ -246,16 +246,21 @@ describe("providers through the official SDKs", () => {
     ]);
     expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "error" });
     expect(fakes.anthropic.requests).toHaveLength(1);
-    const logged = server
-      .logs()
-      .map((line) => {
-        try {
-          return JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          return {};
-        }
-      })
-      .find((record) => record.msg === "model request failed");
+    // the log reaches us through the server's stdout, which may come after the stream's end
+    const logged = await eventually(() => {
+      const record = server
+        .logs()
+        .map((line) => {
+          try {
+            return JSON.parse(line) as Record<string, unknown>;
+          } catch {
+            return {};
+          }
+        })
+        .find((entry) => entry.msg === "model request failed");
+      if (!record) throw new Error("no 'model request failed' line in the server's log yet");
+      return record;
+    });
     expect(logged).toMatchObject({
       provider: "anthropic",
       status: 400,
