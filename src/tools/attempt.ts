@@ -74,16 +74,18 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 /** A decision about the attempt's call (its callId and toolName are added). */
 export type CallDecision = DistributiveOmit<Decision, "callId" | "toolName">;
 
+/** `decision` as recorded for `call`: with its callId and toolName. */
+export function callDecision(call: ToolCallRequest, decision: CallDecision): Decision {
+  return withFields(decision, { callId: call.callId, toolName: call.name }) as Decision;
+}
+
 /** One attempt under the call's deadlines; settles at the first of completion, expiry or cancel. */
 export function runAttempt(run: CallRun, options: AttemptOptions): Promise<AttemptResult> {
   const { call, tool, scope, hooks } = run;
   const { cancellation } = scope;
   const { timeoutMs, idleTimeoutMs } = run.limits;
   const record = (decision: CallDecision) =>
-    options.recorder.record(
-      scope.turnId,
-      withFields(decision, { callId: call.callId, toolName: call.name }) as Decision,
-    );
+    options.recorder.record(scope.turnId, callDecision(call, decision));
   return new Promise<AttemptResult>((resolve) => {
     const controller = new AbortController();
     let settled = false;

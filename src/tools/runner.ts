@@ -10,6 +10,7 @@
  */
 import { withFields } from "../objects.js";
 import {
+  callDecision,
   cancelledOutcome,
   errorMessage,
   runAttempt,
@@ -20,7 +21,7 @@ import {
   type PartialOutcome,
 } from "./attempt.js";
 import { DeadlineTimers } from "./deadline-timers.js";
-import { NO_DECISIONS, type Decision, type DecisionRecorder } from "../observability/decision.js";
+import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
 import { resolveCall, type LimitSettings } from "./limits.js";
 import type { ToolRegistry } from "./registry.js";
 import { classifyError } from "./resilience/classify.js";
@@ -279,10 +280,7 @@ export class ToolRunner {
   }
 
   private decide(scope: CallScope, call: ToolCallRequest, decision: CallDecision): void {
-    this.recorder.record(
-      scope.turnId,
-      withFields(decision, { callId: call.callId, toolName: call.name }) as Decision,
-    );
+    this.recorder.record(scope.turnId, callDecision(call, decision));
   }
 }
 

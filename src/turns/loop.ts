@@ -7,7 +7,6 @@
 import type { EventBody } from "../events.js";
 import type { BlockContent, TokenUsage, ToolCallBlock } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
-import { withFields } from "../objects.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolPolicy } from "../agents/tool-policy.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -382,14 +381,9 @@ export class ToolCallingLoop {
     };
     const flushThinking = () => {
       if (thinking) {
+        const origin = { provider: turn.engine.provider, model: turn.model };
         blocks.push(
-          withFields(
-            { kind: "thinking" as const, role: "assistant" as const, ...thinking },
-            {
-              provider: turn.engine.provider,
-              model: turn.model,
-            },
-          ),
+          Object.assign({ kind: "thinking" as const, role: "assistant" as const }, thinking, origin),
         );
       }
       thinking = undefined;
