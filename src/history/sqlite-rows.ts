@@ -13,19 +13,24 @@ import type {
   TurnStatus,
 } from "./model.js";
 
-export type BlockRow = {
-  session_id: string;
-  position: number;
-  turn_id: string;
-  role: HistoryBlock["role"];
-  kind: HistoryBlock["kind"];
-  call_id: string | null;
-  tool_name: string | null;
-  status: string | null;
-  content: string;
-  response_position: number | null;
-  created_at: number;
-};
+/** A row of history_blocks: a run of one turn's blocks, one `BlockLine` a line (migration 007). */
+export type BlockRunRow = { session_id: string; turn_id: string; blocks: string };
+
+/** One block of a run, as stored. `content` holds the fields `blockPayload` gives. */
+export type BlockLine = [
+  position: number,
+  role: HistoryBlock["role"],
+  kind: HistoryBlock["kind"],
+  callId: string | null,
+  toolName: string | null,
+  status: string | null,
+  responsePosition: number | null,
+  createdAt: number,
+  content: Record<string, unknown>,
+];
+
+/** A block as the store holds it: with the position reserved for its result, when it is a call. */
+export type StoredBlock = { block: HistoryBlock; responsePosition: number | null };
 
 export type SessionRow = {
   id: string;
@@ -94,7 +99,8 @@ export type WriteOp =
       inputTokens: number | null;
       outputTokens: number | null;
     }
-  | { kind: "event"; turnId: string; seq: number; type: string; at: number; payload: string }
+  /** One event of a turn, `payload` its JSON; a batch stores a turn's events as one run (one row). */
+  | { kind: "event"; turnId: string; seq: number; payload: string }
   | {
       kind: "trace";
       turnId: string;
@@ -113,7 +119,7 @@ const SELECT_SESSION_SUMMARY = `SELECT *, (SELECT COUNT(*) FROM turns WHERE sess
 /** Turn columns; a running turn's call count is counted live, an ended one's is the one recorded. */
 const SELECT_TURN = `SELECT id, session_id, agent_id, provider, model, status, stop_reason, abort_reason, started_at,
     ended_at, parent_turn_id, depth, input_tokens, output_tokens, CASE WHEN status = 'running'
-      THEN (SELECT COUNT(*) FROM history_blocks WHERE turn_id = turns.id AND kind = 'tool_call')
+      THEN (SELECT COALESCE(SUM(tool_calls), 0) FROM history_blocks WHERE turn_id = turns.id)
       ELSE tool_call_count END AS tool_call_count
   FROM turns`;
 
@@ -182,7 +188,7 @@ export function prepareStatements(db: Database): Statements {
        ORDER BY started_at DESC, rowid DESC LIMIT @limit`,
     ),
     selectTurnBlocks: prepare(
-      `SELECT * FROM history_blocks WHERE session_id = ?
+      `SELECT session_id, turn_id, blocks FROM history_blocks WHERE session_id = ?
          AND turn_id IN (SELECT value FROM json_each(?)) ORDER BY position`,
     ),
     selectSession: prepare("SELECT * FROM sessions WHERE id = ?"),
@@ -204,18 +210,20 @@ export function prepareStatements(db: Database): Statements {
     selectRunningTurns: prepare(`${SELECT_TURN} WHERE status = 'running' ORDER BY started_at, rowid`),
     finishTurn: prepare(
       `UPDATE turns SET status = ?, stop_reason = ?, abort_reason = ?, ended_at = ?, input_tokens = ?, output_tokens = ?,
-         tool_call_count = (SELECT COUNT(*) FROM history_blocks WHERE turn_id = ? AND kind = 'tool_call')
+         tool_call_count = (SELECT COALESCE(SUM(tool_calls), 0) FROM history_blocks WHERE turn_id = ?)
        WHERE id = ? AND status = 'running'`,
     ),
-    insertBlock: prepare(
-      `INSERT OR IGNORE INTO history_blocks
-         (session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    // history and events are stored in runs (migration 007): a row holds a turn's blocks, or its
+    // events seq..last_seq, that one commit wrote, a line each
+    insertBlock: prepare(`INSERT INTO history_blocks ${BLOCK_COLUMNS} VALUES (?, ?, ?, ?, ?)`),
+    selectHistory: prepare(
+      "SELECT session_id, turn_id, blocks FROM history_blocks WHERE session_id = ? ORDER BY position",
     ),
-    selectHistory: prepare("SELECT * FROM history_blocks WHERE session_id = ? ORDER BY position"),
-    insertEvent: prepare("INSERT INTO turn_events (turn_id, seq, type, at, payload) VALUES (?, ?, ?, ?, ?)"),
-    selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq"),
-    selectLastSeq: prepare("SELECT MAX(seq) AS seq FROM turn_events WHERE turn_id = ?"),
+    insertEvent: prepare(`INSERT INTO turn_events ${EVENT_COLUMNS} VALUES (?, ?, ?, ?)`),
+    selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND last_seq > ? ORDER BY seq"),
+    selectLastSeq: prepare(
+      "SELECT last_seq AS seq FROM turn_events WHERE turn_id = ? ORDER BY seq DESC LIMIT 1",
+    ),
     insertTrace: prepare(`INSERT INTO turn_trace ${TRACE_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)`),
     selectLastTraceSeq: prepare("SELECT MAX(seq) AS seq FROM turn_trace WHERE turn_id = ?"),
     selectTrace: prepare("SELECT * FROM turn_trace WHERE turn_id = ? ORDER BY seq"),
@@ -238,17 +246,16 @@ export function prepareStatements(db: Database): Statements {
   };
 }
 
-/** Most rows per multi-row INSERT: a batch's events and blocks go in as few statements as this allows. */
+/** Most rows per multi-row INSERT: a batch's runs and trace rows go in as few statements as this allows. */
 const MAX_ROWS_PER_INSERT = 64;
 
-const EVENT_COLUMNS = "(turn_id, seq, type, at, payload)";
+const EVENT_COLUMNS = "(turn_id, seq, last_seq, payload)";
 const TRACE_COLUMNS = "(turn_id, seq, at, kind, call_id, tool_name, detail)";
-const BLOCK_COLUMNS =
-  "(session_id, position, turn_id, role, kind, call_id, tool_name, status, content, response_position, created_at)";
+const BLOCK_COLUMNS = "(session_id, position, turn_id, tool_calls, blocks)";
 
 /**
- * Multi-row INSERTs for events, blocks and trace rows: the statement for a number of rows, prepared on
- * first use.
+ * Multi-row INSERTs for runs of events and of blocks, and for trace rows: the statement for a number of
+ * rows, prepared on first use.
  */
 export type ChunkStatements = {
   events: (rows: number) => Statement;
@@ -270,8 +277,8 @@ export function prepareChunkStatements(db: Database): ChunkStatements {
     };
   };
   return {
-    events: byRows(`INSERT INTO turn_events ${EVENT_COLUMNS}`, 5),
-    blocks: byRows(`INSERT OR IGNORE INTO history_blocks ${BLOCK_COLUMNS}`, 11),
+    events: byRows(`INSERT INTO turn_events ${EVENT_COLUMNS}`, 4),
+    blocks: byRows(`INSERT INTO history_blocks ${BLOCK_COLUMNS}`, 5),
     traces: byRows(`INSERT INTO turn_trace ${TRACE_COLUMNS}`, 7),
   };
 }
@@ -280,36 +287,86 @@ type EventOp = Extract<WriteOp, { kind: "event" }>;
 type BlockOp = Extract<WriteOp, { kind: "block" }>;
 type TraceOp = Extract<WriteOp, { kind: "trace" }>;
 
-function eventParams(op: EventOp): unknown[] {
-  return [op.turnId, op.seq, op.type, op.at, op.payload];
+/** A batch's writes grouped by turn, each group in batch order: one run, stored as one row. */
+function runsByTurn<Op>(ops: readonly Op[], turnOf: (op: Op) => string): Op[][] {
+  const runs = new Map<string, Op[]>();
+  for (const op of ops) {
+    const run = runs.get(turnOf(op));
+    if (run) run.push(op);
+    else runs.set(turnOf(op), [op]);
+  }
+  return [...runs.values()];
+}
+
+/** A run of one turn's events (in seq order) as a row: its first and last seq, a line per event. */
+function eventRunParams(run: readonly EventOp[]): unknown[] {
+  const first = run[0] as EventOp;
+  if (run.length === 1) return [first.turnId, first.seq, first.seq, first.payload];
+  const last = run[run.length - 1] as EventOp;
+  return [first.turnId, first.seq, last.seq, run.map((op) => op.payload).join("\n")];
+}
+
+/** A run of one turn's blocks as a row: keyed by its lowest position, with its number of calls. */
+function blockRunParams(run: readonly BlockOp[]): unknown[] {
+  let first = (run[0] as BlockOp).block;
+  let toolCalls = 0;
+  for (const { block } of run) {
+    if (block.position < first.position) first = block;
+    if (block.kind === "tool_call") toolCalls++;
+  }
+  return [first.sessionId, first.position, first.turnId, toolCalls, run.map(blockLine).join("\n")];
+}
+
+/** A block as a line of its run (`BlockLine`); its content, serialised when it was stored, goes in as it is. */
+function blockLine({ block, content, responsePosition }: BlockOp): string {
+  const head = JSON.stringify([
+    block.position,
+    block.role,
+    block.kind,
+    "callId" in block ? block.callId : null,
+    "name" in block ? block.name : null,
+    block.kind === "tool_response" ? block.status : null,
+    responsePosition,
+    block.createdAt,
+  ]);
+  return `${head.slice(0, -1)},${content}]`;
+}
+
+/** The blocks of stored runs (rows), in position order. */
+export function blocksOfRuns(rows: readonly BlockRunRow[]): StoredBlock[] {
+  const stored: StoredBlock[] = [];
+  for (const row of rows) {
+    for (const line of row.blocks.split("\n")) stored.push(toStoredBlock(row, JSON.parse(line) as BlockLine));
+  }
+  // runs come by their lowest position, and a call's result may lie beyond blocks a later run holds
+  return stored.sort((a, b) => a.block.position - b.block.position);
+}
+
+/** The events after `afterSeq` in stored runs (rows in seq order), parsed. */
+export function eventsOfRuns<Event extends { seq: number }>(
+  rows: readonly { payload: string }[],
+  afterSeq: number,
+): Event[] {
+  const events: Event[] = [];
+  for (const { payload } of rows) {
+    for (const line of payload.split("\n")) {
+      const event = JSON.parse(line) as Event;
+      if (event.seq > afterSeq) events.push(event);
+    }
+  }
+  return events;
 }
 
 function traceParams(op: TraceOp): unknown[] {
   return [op.turnId, op.seq, op.at, op.decisionKind, op.callId, op.toolName, op.detail];
 }
 
-function blockParams(op: BlockOp): unknown[] {
-  const { block } = op;
-  return [
-    block.sessionId,
-    block.position,
-    block.turnId,
-    block.role,
-    block.kind,
-    "callId" in block ? block.callId : null,
-    "name" in block ? block.name : null,
-    block.kind === "tool_response" ? block.status : null,
-    op.content,
-    op.responsePosition,
-    block.createdAt,
-  ];
-}
-
 /**
  * Writes one batch (call it inside a transaction). Rows go in dependency order — sessions, turns,
  * blocks, the sessions' next positions (the last of each session only), step-mode switches, titles and
- * turn ends, events, trace — and events, blocks and trace rows in multi-row INSERTs. A row that fails is
- * reported and costs only itself.
+ * turn ends, events, trace — and blocks, trace rows and events (a row per turn: its run) in multi-row
+ * INSERTs. A row that fails is reported and costs only itself; a run that fails is written event by
+ * event, so it costs only the event that fails.
  */
 export function writeBatch(
   statements: Statements,
@@ -356,23 +413,53 @@ export function writeBatch(
     }
   };
   first.forEach(one);
-  insertChunked(blocks, chunks.blocks, blockParams, one);
+  insertRuns(
+    runsByTurn(blocks, (op) => op.block.turnId),
+    chunks.blocks,
+    blockRunParams,
+    one,
+  );
   positions.forEach(one);
   updates.forEach(one);
-  insertChunked(events, chunks.events, eventParams, one);
+  insertRuns(
+    runsByTurn(events, (op) => op.turnId),
+    chunks.events,
+    eventRunParams,
+    one,
+  );
   insertChunked(traces, chunks.traces, traceParams, one);
 }
 
-function insertChunked<Op extends WriteOp>(
-  rows: readonly Op[],
+/**
+ * Inserts runs, a row each, in multi-row INSERTs. A run that fails is written op by op (each a run of
+ * its own, through `one`), so a bad block or event costs only itself.
+ */
+function insertRuns<Op extends WriteOp>(
+  runs: readonly Op[][],
   statementFor: (rows: number) => Statement,
-  params: (op: Op) => unknown[],
+  params: (run: readonly Op[]) => unknown[],
   one: (op: WriteOp) => void,
+): void {
+  insertChunked(runs, statementFor, params, (run) => {
+    if (run.length === 1) return one(run[0] as Op);
+    try {
+      statementFor(1).run(params(run));
+    } catch {
+      run.forEach(one);
+    }
+  });
+}
+
+function insertChunked<Row>(
+  rows: readonly Row[],
+  statementFor: (rows: number) => Statement,
+  params: (row: Row) => unknown[],
+  one: (row: Row) => void,
 ): void {
   for (let index = 0; index < rows.length; index += MAX_ROWS_PER_INSERT) {
     const chunk = rows.slice(index, index + MAX_ROWS_PER_INSERT);
     if (chunk.length === 1) {
-      one(chunk[0] as Op);
+      one(chunk[0] as Row);
       continue;
     }
     try {
@@ -409,7 +496,7 @@ export function runWrite(statements: Statements, op: WriteOp): void {
       );
       return;
     case "block":
-      statements.insertBlock.run(blockParams(op));
+      statements.insertBlock.run(blockRunParams([op]));
       return;
     case "position":
       statements.updateSessionPosition.run(op.next, op.at, op.sessionId);
@@ -427,7 +514,7 @@ export function runWrite(statements: Statements, op: WriteOp): void {
       );
       return;
     case "event":
-      statements.insertEvent.run(eventParams(op));
+      statements.insertEvent.run(eventRunParams([op]));
       return;
     case "trace":
       statements.insertTrace.run(traceParams(op));
@@ -449,20 +536,28 @@ export function blockPayload(block: BlockContent): Record<string, unknown> {
   }
 }
 
-export function toHistoryBlock(row: BlockRow): HistoryBlock {
-  const payload = JSON.parse(row.content) as Record<string, unknown>;
+/** One line of a stored run as the block it stores, and the slot reserved for its result. */
+function toStoredBlock(row: BlockRunRow, line: BlockLine): StoredBlock {
+  const [position, role, kind, callId, toolName, status, responsePosition, createdAt, payload] = line;
   // Made as a live session makes its blocks (the content in the order the turn writes it, then the
   // place, with `withFields`), so a session read back shares hidden classes with one that grew here.
-  const place = {
-    sessionId: row.session_id,
-    turnId: row.turn_id,
-    position: row.position,
-    createdAt: row.created_at,
-  };
-  switch (row.kind) {
+  const place = { sessionId: row.session_id, turnId: row.turn_id, position, createdAt };
+  return { block: toHistoryBlock(kind, role, callId, toolName, status, payload, place), responsePosition };
+}
+
+function toHistoryBlock(
+  kind: HistoryBlock["kind"],
+  role: HistoryBlock["role"],
+  callId: string | null,
+  toolName: string | null,
+  status: string | null,
+  payload: Record<string, unknown>,
+  place: { sessionId: string; turnId: string; position: number; createdAt: number },
+): HistoryBlock {
+  switch (kind) {
     case "text":
       return withFields(
-        { kind: "text" as const, role: row.role as "user" | "assistant", text: payload.text as string },
+        { kind: "text" as const, role: role as "user" | "assistant", text: payload.text as string },
         place,
       );
     case "thinking": {
@@ -478,9 +573,9 @@ export function toHistoryBlock(row: BlockRow): HistoryBlock {
     }
     case "tool_call": {
       // the turn writes kind, role, callId, providerCallId, name, input: this builds them in that order
-      const call = { kind: "tool_call", role: "assistant", callId: row.call_id } as Record<string, unknown>;
+      const call = { kind: "tool_call", role: "assistant", callId } as Record<string, unknown>;
       if (payload.providerCallId !== undefined) call.providerCallId = payload.providerCallId;
-      call.name = row.tool_name;
+      call.name = toolName;
       call.input = payload.input;
       return withFields(call as unknown as ToolCallBlock, place);
     }
@@ -489,9 +584,9 @@ export function toHistoryBlock(row: BlockRow): HistoryBlock {
         {
           kind: "tool_response" as const,
           role: "tool" as const,
-          callId: row.call_id as string,
-          name: row.tool_name as string,
-          status: row.status as ToolResponseBlock["status"],
+          callId: callId as string,
+          name: toolName as string,
+          status: status as ToolResponseBlock["status"],
           result: payload.result as string,
           isError: payload.isError as boolean,
         },

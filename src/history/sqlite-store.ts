@@ -34,12 +34,13 @@ import type {
 } from "./model.js";
 import {
   blockPayload,
+  blocksOfRuns,
+  eventsOfRuns,
   prepareChunkStatements,
   prepareStatements,
   writeBatch,
-  toHistoryBlock,
   toTurnRecord,
-  type BlockRow,
+  type BlockRunRow,
   type SessionRow,
   type SessionSummaryRow,
   type Statements,
@@ -234,13 +235,13 @@ export class SqliteHistoryStore implements HistoryStore {
       }) as TurnRow[];
     }
     const turns = rows.slice(0, limit).reverse().map(toTurnRecord);
-    const blockRows = this.statements.selectTurnBlocks.all(
+    const runs = this.statements.selectTurnBlocks.all(
       sessionId,
       JSON.stringify(turns.map((turn) => turn.id)),
-    ) as BlockRow[];
+    ) as BlockRunRow[];
     return {
       turns,
-      blocks: blockRows.map(toHistoryBlock),
+      blocks: blocksOfRuns(runs).map(({ block }) => block),
       nextBefore: rows.length > limit ? (turns[0]?.id ?? null) : null,
     };
   }
@@ -320,14 +321,7 @@ export class SqliteHistoryStore implements HistoryStore {
 
   appendEvent(event: TurnEvent): void {
     const payload = JSON.stringify(event);
-    this.queue.push({
-      kind: "event",
-      turnId: event.turnId,
-      seq: event.seq,
-      type: event.type,
-      at: event.at,
-      payload,
-    });
+    this.queue.push({ kind: "event", turnId: event.turnId, seq: event.seq, payload });
   }
 
   afterCommit(callback: () => void): void {
@@ -341,15 +335,16 @@ export class SqliteHistoryStore implements HistoryStore {
 
   listEvents(turnId: string, afterSeq = 0): TurnEvent[] {
     this.flush();
-    return (this.statements.selectEvents.all(turnId, afterSeq) as { payload: string }[]).map(
-      (row) => JSON.parse(row.payload) as TurnEvent,
+    return eventsOfRuns<TurnEvent>(
+      this.statements.selectEvents.all(turnId, afterSeq) as { payload: string }[],
+      afterSeq,
     );
   }
 
   lastEventSeq(turnId: string): number {
     this.flush();
-    const row = this.statements.selectLastSeq.get(turnId) as { seq: number | null };
-    return row.seq ?? 0;
+    const row = this.statements.selectLastSeq.get(turnId) as { seq: number } | undefined;
+    return row?.seq ?? 0;
   }
 
   /** Queues one decision for the turn's trace; it is committed with the tick's other writes. */
@@ -426,7 +421,9 @@ export class SqliteHistoryStore implements HistoryStore {
     const cached = this.sessions.get(sessionId);
     if (cached) return cached.history;
     this.flush();
-    return (this.statements.selectHistory.all(sessionId) as BlockRow[]).map(toHistoryBlock);
+    return blocksOfRuns(this.statements.selectHistory.all(sessionId) as BlockRunRow[]).map(
+      ({ block }) => block,
+    );
   }
 
   isReachable(): boolean {
@@ -462,10 +459,7 @@ export class SqliteHistoryStore implements HistoryStore {
     }
     const row = this.selectSession(sessionId);
     if (!row) throw new Error(`Unknown session ${sessionId}`);
-    const stored = (this.statements.selectHistory.all(sessionId) as BlockRow[]).map((blockRow) => ({
-      block: toHistoryBlock(blockRow),
-      responsePosition: blockRow.response_position,
-    }));
+    const stored = blocksOfRuns(this.statements.selectHistory.all(sessionId) as BlockRunRow[]);
     return this.remember(LiveSession.restore(toSessionRecord(row), row.next_position, stored));
   }
 

@@ -13,6 +13,7 @@ import { liveDescendants, liveMembersOfGroup } from "../helpers/processes.js";
 import { runServerToExit, startServer, type ServerHandle } from "../helpers/server.js";
 import { eventually } from "../helpers/eventually.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
+import { storedBlocks } from "../support/history-store.js";
 
 type History = {
   blocks: HistoryBlock[];
@@ -219,12 +220,10 @@ describe("crash and shutdown", () => {
         abort_reason: string;
       };
       expect(turn).toEqual({ status: "aborted", abort_reason: "shutdown" });
-      const responses = db
-        .prepare(
-          "SELECT status FROM history_blocks WHERE session_id = ? AND kind = 'tool_response' ORDER BY position",
-        )
-        .all(sessionId) as { status: string }[];
-      expect(responses.map((row) => row.status)).toEqual(["cancelled", "complete"]);
+      const statuses = storedBlocks(db, sessionId).flatMap((block) =>
+        block.kind === "tool_response" ? [block.status] : [],
+      );
+      expect(statuses).toEqual(["cancelled", "complete"]);
     } finally {
       db.close();
     }

@@ -1,5 +1,36 @@
 /** Store fixtures shared by the history-store tests. */
+import type { Database } from "better-sqlite3";
+import type { TurnEvent } from "../../src/events.js";
+import type { HistoryBlock } from "../../src/history/model.js";
+import { blocksOfRuns, type BlockRunRow } from "../../src/history/sqlite-rows.js";
 import type { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
+
+/** The blocks the database holds, of one session or of all, read as the store reads them. */
+export function storedBlocks(db: Database, sessionId?: string): HistoryBlock[] {
+  const runs = (
+    sessionId === undefined
+      ? db
+          .prepare("SELECT session_id, turn_id, blocks FROM history_blocks ORDER BY session_id, position")
+          .all()
+      : db
+          .prepare(
+            "SELECT session_id, turn_id, blocks FROM history_blocks WHERE session_id = ? ORDER BY position",
+          )
+          .all(sessionId)
+  ) as BlockRunRow[];
+  return blocksOfRuns(runs).map(({ block }) => block);
+}
+
+/**
+ * A turn's events as the database holds them now (nothing queued is committed first): its rows are
+ * runs of events, one JSON document a line.
+ */
+export function storedEvents(db: Database, turnId: string): TurnEvent[] {
+  const runs = db.prepare("SELECT payload FROM turn_events WHERE turn_id = ? ORDER BY seq").all(turnId) as {
+    payload: string;
+  }[];
+  return runs.flatMap(({ payload }) => payload.split("\n").map((line) => JSON.parse(line) as TurnEvent));
+}
 
 /** A session (created when it does not exist) with one running turn. */
 export function startTurn(

@@ -22,7 +22,7 @@ import {
 import type { ModelEngine } from "../../src/providers/engine.js";
 import { TurnEventBus } from "../../src/turns/event-bus.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
-import { startTurn } from "../support/history-store.js";
+import { startTurn, storedEvents } from "../support/history-store.js";
 
 /**
  * A queue over `commit` whose end-of-tick flush runs only when the test says so; `now` is its clock
@@ -304,13 +304,7 @@ describe("slices and a crash", () => {
       const durable = {
         status: (store.db.prepare("SELECT status FROM turns WHERE id = 'turn_1'").get() as { status: string })
           .status,
-        terminal: (
-          store.db
-            .prepare(
-              "SELECT COUNT(*) AS n FROM turn_events WHERE turn_id = 'turn_1' AND type = 'turn_complete'",
-            )
-            .get() as { n: number }
-        ).n,
+        terminal: storedEvents(store.db, "turn_1").filter((event) => event.type === "turn_complete").length,
       };
       // running (recovery ends it at the next start-up) or completed with its terminal event
       expect([
@@ -412,11 +406,7 @@ describe("turns and commits", () => {
       received.push(event);
       // what a follower is handed is already in the database (read without committing first)
       storedWhenReceived.push(
-        (
-          store.db
-            .prepare("SELECT COUNT(*) AS n FROM turn_events WHERE turn_id = ? AND seq = ?")
-            .get(turn.turnId, event.seq) as { n: number }
-        ).n,
+        storedEvents(store.db, turn.turnId).filter((stored) => stored.seq === event.seq).length,
       );
     });
     received.unshift(...followed.replay);

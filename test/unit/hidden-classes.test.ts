@@ -9,9 +9,11 @@ import { setFlagsFromString } from "node:v8";
 import { describe, expect, it } from "vitest";
 import { LiveSession } from "../../src/history/live-session.js";
 import type { HistoryBlock, ToolResponseBlock } from "../../src/history/model.js";
-import { blockPayload, toHistoryBlock, type BlockRow } from "../../src/history/sqlite-rows.js";
+import { blocksOfRuns, type BlockRunRow } from "../../src/history/sqlite-rows.js";
+import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
 import { withFields } from "../../src/objects.js";
 import { TurnEventBus } from "../../src/turns/event-bus.js";
+import { startTurn } from "../support/history-store.js";
 import type { TurnEvent } from "../../src/events.js";
 
 setFlagsFromString("--allow-natives-syntax");
@@ -42,22 +44,6 @@ function completeResult(index: number): ToolResponseBlock {
   };
 }
 
-/** The row the store writes for a block (sqlite-store.ts `append`/`respond` through `blockParams`). */
-function rowOf(block: HistoryBlock, responsePosition: number | null): BlockRow {
-  return {
-    session_id: block.sessionId,
-    position: block.position,
-    turn_id: block.turnId,
-    role: block.role,
-    kind: block.kind,
-    call_id: "callId" in block ? block.callId : null,
-    tool_name: "name" in block ? block.name : null,
-    status: block.kind === "tool_response" ? block.status : null,
-    content: JSON.stringify(blockPayload(block)),
-    response_position: responsePosition,
-    created_at: block.createdAt,
-  };
-}
 const record = {
   id: "ses_1",
   agentId: "default",
@@ -97,48 +83,51 @@ describe("hidden classes of hot-path objects", () => {
   });
 
   it("blocks read back from rows share one hidden class per kind, the class of blocks a live session makes", () => {
-    const live = new LiveSession({ ...record }, 0);
-    const rows: BlockRow[] = [];
+    const store = createMemoryHistoryStore();
+    startTurn(store);
     for (let index = 0; index < COUNT; index++) {
-      const stored = live.append(
-        "turn_1",
-        [
-          { kind: "text", role: "user", text: `question ${index}` },
-          {
-            kind: "thinking",
-            role: "assistant",
-            text: "hmm",
-            signature: `sig${index}`,
-            provider: "p",
-            model: "m",
-          },
-          { kind: "text", role: "assistant", text: `answer ${index}` },
-          {
-            kind: "tool_call",
-            role: "assistant",
-            callId: `call_${index}`,
-            providerCallId: `p${index}`,
-            name: "echo",
-            input: { index },
-          },
-        ],
-        index,
-      );
-      const response = live.respond("turn_1", completeResult(index), index);
-      for (const { block, responsePosition } of [...stored, { block: response!, responsePosition: null }]) {
-        rows.push(rowOf(block, responsePosition));
-      }
+      store.appendAssistant("ses_1", "turn_1", [
+        { kind: "text", role: "user", text: `question ${index}` },
+        {
+          kind: "thinking",
+          role: "assistant",
+          text: "hmm",
+          signature: `sig${index}`,
+          provider: "p",
+          model: "m",
+        },
+        { kind: "text", role: "assistant", text: `answer ${index}` },
+        {
+          kind: "tool_call",
+          role: "assistant",
+          callId: `call_${index}`,
+          providerCallId: `p${index}`,
+          name: "echo",
+          input: { index },
+        },
+      ]);
+      store.recordToolResult("ses_1", "turn_1", completeResult(index));
+      // runs of one commit and of many
+      if (index % 7 === 0) store.flush();
     }
-    const readBack = rows.map(toHistoryBlock);
-    expect(readBack).toEqual(live.history.slice().sort((left, right) => left.position - right.position));
+    store.flush();
+    const live = store.getHistory("ses_1");
+    const runs = store.db
+      .prepare(
+        "SELECT session_id, turn_id, blocks FROM history_blocks WHERE session_id = 'ses_1' ORDER BY position",
+      )
+      .all() as BlockRunRow[];
+    const readBack = blocksOfRuns(runs).map(({ block }) => block);
+    expect(readBack).toEqual(live);
     for (const kind of ["text", "thinking", "tool_call", "tool_response"] as const) {
       const blocks = readBack.filter((block) => block.kind === kind);
       expect(sharedWithPrevious(blocks), kind).toBe(blocks.length - 1);
     }
     // a restored session mixes both: each read-back block has its live twin's class
-    const liveByPosition = new Map(live.history.map((block) => [block.position, block]));
+    const liveByPosition = new Map(live.map((block) => [block.position, block]));
     const unlike = readBack.filter((block) => !haveSameMap(block, liveByPosition.get(block.position)!));
     expect(unlike.map((block) => `${block.kind}@${block.position}`)).toEqual([]);
+    store.close();
   });
 
   it("a turn's events of one type share one hidden class", () => {

@@ -17,6 +17,7 @@ import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
 let directory: string;
 let file: string;
 const opened: SqliteHistoryStore[] = [];
+const closing: Database[] = [];
 
 beforeEach(() => {
   directory = mkdtempSync(join(tmpdir(), "reins-migration-006-"));
@@ -25,6 +26,7 @@ beforeEach(() => {
 afterEach(() => {
   vi.useRealTimers();
   for (const store of opened.splice(0)) store.close();
+  for (const db of closing.splice(0)) db.close();
   rmSync(directory, { recursive: true, force: true });
 });
 
@@ -112,12 +114,17 @@ describe("migration 006 on a populated schema-version-5 database", () => {
     const rows = dump(before);
     before.close();
 
-    const store = open();
-    expect(store.db.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({
-      version: 6,
-    });
-    expect(dump(store.db)).toEqual(rows);
-    expect(store.db.pragma("foreign_keys", { simple: true })).toBe(1);
+    const db = new BetterSqlite3(file);
+    db.pragma("foreign_keys = ON");
+    expect(
+      migrate(
+        db,
+        readMigrations().filter((migration) => migration.version <= 6),
+      ),
+    ).toEqual(["006_cheaper_writes.sql"]);
+    expect(dump(db)).toEqual(rows);
+    expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
+    db.close();
   });
 
   it("reads the old turns through the new indexes, in the old order", () => {
@@ -163,13 +170,31 @@ describe("the rebuilt tables check the same rules", () => {
     1,
   ];
 
-  function insertBlock(store: SqliteHistoryStore, values: Parameters<typeof block>[0]): void {
-    store.db
-      .prepare(
-        `INSERT INTO history_blocks (session_id, position, turn_id, role, kind, call_id, tool_name, status, content,
+  /**
+   * A schema-version-6 database, as this migration left it (migration 007 stores blocks in runs), with
+   * session ses_1 and its running turn turn_1.
+   */
+  function withTurn(): Database {
+    const db = new BetterSqlite3(file);
+    closing.push(db);
+    db.pragma("foreign_keys = ON");
+    migrate(
+      db,
+      readMigrations().filter((migration) => migration.version <= 6),
+    );
+    db.exec(`
+      INSERT INTO sessions (id, agent_id, created_at, updated_at) VALUES ('ses_1', 'default', 1, 1);
+      INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at)
+        VALUES ('turn_1', 'ses_1', 'default', 'scripted', 'm', 'running', 1);
+    `);
+    return db;
+  }
+
+  function insertBlock(db: Database, values: Parameters<typeof block>[0]): void {
+    db.prepare(
+      `INSERT INTO history_blocks (session_id, position, turn_id, role, kind, call_id, tool_name, status, content,
            response_position, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(block(values));
+    ).run(block(values));
   }
 
   it.each([
@@ -183,30 +208,26 @@ describe("the rebuilt tables check the same rules", () => {
       status,
     })),
   ])("accepts a block with %o", (values) => {
-    const store = withTurn();
-    expect(() => insertBlock(store, values)).not.toThrow();
+    expect(() => insertBlock(withTurn(), values)).not.toThrow();
   });
 
   it.each([{ role: "system" }, { kind: "image" }, { status: "done" }, { role: "User" }])(
     "refuses a block with %o",
     (values) => {
-      const store = withTurn();
-      expect(() => insertBlock(store, values)).toThrow(/CHECK constraint failed/);
+      expect(() => insertBlock(withTurn(), values)).toThrow(/CHECK constraint failed/);
     },
   );
 
   it.each(["running", "completed", "aborted", "interrupted"])("accepts a turn with status %s", (status) => {
-    const store = withTurn();
-    expect(() => store.db.prepare("UPDATE turns SET status = ?").run(status)).not.toThrow();
+    const db = withTurn();
+    expect(() => db.prepare("UPDATE turns SET status = ?").run(status)).not.toThrow();
   });
 
   it("refuses a turn with another status, a block of an unknown turn and a turn of an unknown session", () => {
-    const store = withTurn();
-    expect(() => store.db.prepare("UPDATE turns SET status = 'paused'").run()).toThrow(
-      /CHECK constraint failed/,
-    );
+    const db = withTurn();
+    expect(() => db.prepare("UPDATE turns SET status = 'paused'").run()).toThrow(/CHECK constraint failed/);
     expect(() =>
-      store.db
+      db
         .prepare(
           `INSERT INTO history_blocks (session_id, position, turn_id, role, kind, content, created_at)
            VALUES ('ses_1', 99, 'turn_nobody', 'user', 'text', '{}', 1)`,
@@ -214,7 +235,7 @@ describe("the rebuilt tables check the same rules", () => {
         .run(),
     ).toThrow(/FOREIGN KEY constraint failed/);
     expect(() =>
-      store.db
+      db
         .prepare(
           `INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at)
            VALUES ('turn_2', 'ses_nobody', 'default', 'p', 'm', 'running', 1)`,
@@ -275,7 +296,9 @@ describe("migrate", () => {
       /999_broken\.sql leaves 1 rows whose foreign key points nowhere \(the first in turns, to sessions\)/,
     );
     expect(db.prepare("SELECT COUNT(*) AS count FROM turns").get()).toEqual({ count: 0 });
-    expect(db.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({ version: 6 });
+    expect(db.prepare("SELECT MAX(version) AS version FROM schema_migrations").get()).toEqual({
+      version: readMigrations().at(-1)?.version,
+    });
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     db.close();
   });

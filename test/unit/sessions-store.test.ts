@@ -176,10 +176,11 @@ describe("deleting a session", () => {
       expect(count("SELECT COUNT(*) AS count FROM turn_events WHERE turn_id IN ('turn_1','turn_2')")).toBe(0);
       expect(count("SELECT COUNT(*) AS count FROM turn_trace WHERE turn_id IN ('turn_1','turn_2')")).toBe(0);
       expect(count("SELECT COUNT(*) AS count FROM turn_events WHERE turn_id = 'turn_3'")).toBe(1);
-      expect(count("SELECT COUNT(*) AS count FROM history_blocks WHERE session_id = 'ses_2'")).toBe(2);
+      expect(count("SELECT COUNT(*) AS count FROM history_blocks WHERE session_id = 'ses_2'")).toBe(1);
     } finally {
       db.close();
     }
+    expect(open().getHistory("ses_2")).toHaveLength(2);
   });
 
   it("refuses while a turn runs, and forgets a cached session so its id is free again", () => {

@@ -93,6 +93,7 @@ describe("SqliteHistoryStore", () => {
       { version: 4, name: "004_session_titles_and_usage.sql" },
       { version: 5, name: "005_rejected_results.sql" },
       { version: 6, name: "006_cheaper_writes.sql" },
+      { version: 7, name: "007_runs.sql" },
     ]);
     startTurn(first);
     first.close();
@@ -105,6 +106,7 @@ describe("SqliteHistoryStore", () => {
       { version: 4, name: "004_session_titles_and_usage.sql" },
       { version: 5, name: "005_rejected_results.sql" },
       { version: 6, name: "006_cheaper_writes.sql" },
+      { version: 7, name: "007_runs.sql" },
     ]);
     expect(migrate(second.db)).toEqual([]);
     expect(summary(second)).toEqual(["0 user: go"]);
@@ -359,6 +361,7 @@ describe("a database built by schema version 1", () => {
       { version: 4 },
       { version: 5 },
       { version: 6 },
+      { version: 7 },
     ]);
     expect(store.getSession("ses_v1")).toEqual({
       id: "ses_v1",
