@@ -11,7 +11,8 @@
 --   [position, role, kind, call_id, tool_name, status, response_position, created_at, content]
 -- turn_events: `seq` is the first event's, `last_seq` the last's, `payload` one JSON document a line
 -- (JSON text never holds a raw line break). An event's type and time are inside it.
--- Existing rows become runs of one.
+-- Existing rows become runs of one. A content that is not JSON (reins writes none; another program might)
+-- is kept as a JSON string rather than stopping the migration, and with it start-up.
 
 CREATE TABLE history_blocks_new (
   session_id TEXT NOT NULL REFERENCES sessions(id),
@@ -23,7 +24,8 @@ CREATE TABLE history_blocks_new (
 ) WITHOUT ROWID;
 INSERT INTO history_blocks_new (session_id, position, turn_id, tool_calls, blocks)
   SELECT session_id, position, turn_id, kind = 'tool_call',
-         json_array(position, role, kind, call_id, tool_name, status, response_position, created_at, json(content))
+         json_array(position, role, kind, call_id, tool_name, status, response_position, created_at,
+                    CASE WHEN json_valid(content) THEN json(content) ELSE content END)
   FROM history_blocks;
 DROP TABLE history_blocks;
 ALTER TABLE history_blocks_new RENAME TO history_blocks;

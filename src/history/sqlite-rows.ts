@@ -220,9 +220,16 @@ export function prepareStatements(db: Database): Statements {
       "SELECT session_id, turn_id, blocks FROM history_blocks WHERE session_id = ? ORDER BY position",
     ),
     insertEvent: prepare(`INSERT INTO turn_events ${EVENT_COLUMNS} VALUES (?, ?, ?, ?)`),
-    selectEvents: prepare("SELECT payload FROM turn_events WHERE turn_id = ? AND last_seq > ? ORDER BY seq"),
+    // the runs from the one holding the event after @afterSeq on: a key range, however long the turn
+    selectEvents: prepare(
+      `SELECT payload FROM turn_events WHERE turn_id = @turnId AND last_seq > @afterSeq
+         AND seq >= COALESCE((SELECT seq FROM turn_events WHERE turn_id = @turnId AND seq <= @afterSeq
+                              ORDER BY seq DESC LIMIT 1), 0)
+       ORDER BY seq`,
+    ),
+    // the last run's end (by the key: an alias named seq would order by last_seq, and sort the turn)
     selectLastSeq: prepare(
-      "SELECT last_seq AS seq FROM turn_events WHERE turn_id = ? ORDER BY seq DESC LIMIT 1",
+      "SELECT last_seq FROM turn_events WHERE turn_id = ? ORDER BY turn_events.seq DESC LIMIT 1",
     ),
     insertTrace: prepare(`INSERT INTO turn_trace ${TRACE_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)`),
     selectLastTraceSeq: prepare("SELECT MAX(seq) AS seq FROM turn_trace WHERE turn_id = ?"),
@@ -339,7 +346,12 @@ export function blocksOfRuns(rows: readonly BlockRunRow[]): StoredBlock[] {
     for (const line of row.blocks.split("\n")) stored.push(toStoredBlock(row, JSON.parse(line) as BlockLine));
   }
   // runs come by their lowest position, and a call's result may lie beyond blocks a later run holds
-  return stored.sort((a, b) => a.block.position - b.block.position);
+  stored.sort((a, b) => a.block.position - b.block.position);
+  // a position holds one block: the live session never writes one twice, and should a second reach the
+  // database (another writer, a bug), one is kept, as the key of a row per block kept one
+  return stored.filter(
+    (entry, index) => index === 0 || entry.block.position !== stored[index - 1]?.block.position,
+  );
 }
 
 /** The events after `afterSeq` in stored runs (rows in seq order), parsed. */
@@ -364,9 +376,9 @@ function traceParams(op: TraceOp): unknown[] {
 /**
  * Writes one batch (call it inside a transaction). Rows go in dependency order — sessions, turns,
  * blocks, the sessions' next positions (the last of each session only), step-mode switches, titles and
- * turn ends, events, trace — and blocks, trace rows and events (a row per turn: its run) in multi-row
- * INSERTs. A row that fails is reported and costs only itself; a run that fails is written event by
- * event, so it costs only the event that fails.
+ * turn ends, events, trace — and blocks and events (a row per turn: its run) and trace rows in multi-row
+ * INSERTs. A row that fails is reported and costs only itself; a run that fails is written block by
+ * block (event by event), so it costs only what fails.
  */
 export function writeBatch(
   statements: Statements,

@@ -336,15 +336,15 @@ export class SqliteHistoryStore implements HistoryStore {
   listEvents(turnId: string, afterSeq = 0): TurnEvent[] {
     this.flush();
     return eventsOfRuns<TurnEvent>(
-      this.statements.selectEvents.all(turnId, afterSeq) as { payload: string }[],
+      this.statements.selectEvents.all({ turnId, afterSeq }) as { payload: string }[],
       afterSeq,
     );
   }
 
   lastEventSeq(turnId: string): number {
     this.flush();
-    const row = this.statements.selectLastSeq.get(turnId) as { seq: number } | undefined;
-    return row?.seq ?? 0;
+    const row = this.statements.selectLastSeq.get(turnId) as { last_seq: number } | undefined;
+    return row?.last_seq ?? 0;
   }
 
   /** Queues one decision for the turn's trace; it is committed with the tick's other writes. */

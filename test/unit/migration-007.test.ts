@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
 import {
+  blocksOfRuns,
   prepareChunkStatements,
   prepareStatements,
   writeBatch,
@@ -183,6 +184,18 @@ describe("migration 007 on a populated schema-version-6 database", () => {
     });
   });
 
+  it("keeps a content that is not JSON (another program's) as a string, and starts", () => {
+    const db = new BetterSqlite3(file);
+    db.prepare(
+      `INSERT INTO history_blocks (session_id, position, turn_id, role, kind, content, created_at)
+       VALUES ('ses_a', 10, 'turn_a2', 'assistant', 'text', 'not json', 420)`,
+    ).run();
+    db.close();
+    const history = open().getHistory("ses_a");
+    expect(history.map((block) => block.position)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 10]);
+    expect(history[0]).toMatchObject({ kind: "text", text: 'go "now"\n' });
+  });
+
   it("reads the events back, after a sequence number too, and numbers new ones after them", () => {
     const store = open();
     expect(store.listEvents("turn_a1").map((event) => event.type)).toEqual(["turn_start", "turn_complete"]);
@@ -195,6 +208,55 @@ describe("migration 007 on a populated schema-version-6 database", () => {
 });
 
 describe("runs", () => {
+  it("reads a turn's events after any sequence number from the run that holds it, by key", () => {
+    const store = open();
+    startTurn(store);
+    for (let seq = 1; seq <= 9; seq++) {
+      store.appendEvent({ type: "text_delta", text: `${seq}`, turnId: "turn_1", seq, at: seq } as TurnEvent);
+      // runs 1–3, 4–6, 7–9
+      if (seq % 3 === 0) store.flush();
+    }
+    expect(store.db.prepare("SELECT seq, last_seq FROM turn_events").all()).toEqual([
+      { seq: 1, last_seq: 3 },
+      { seq: 4, last_seq: 6 },
+      { seq: 7, last_seq: 9 },
+    ]);
+    for (let afterSeq = 0; afterSeq <= 10; afterSeq++) {
+      const expected = Array.from({ length: Math.max(0, 9 - afterSeq) }, (_, index) => afterSeq + 1 + index);
+      expect(
+        store.listEvents("turn_1", afterSeq).map((event) => event.seq),
+        `after ${afterSeq}`,
+      ).toEqual(expected);
+    }
+    expect(store.lastEventSeq("turn_1")).toBe(9);
+    // neither read visits the turn's earlier runs or sorts them, however long the turn
+    const plan = (source: string, parameters: unknown) =>
+      (store.db.prepare(`EXPLAIN QUERY PLAN ${source}`).all(parameters) as { detail: string }[])
+        .map((row) => row.detail)
+        .join(" | ");
+    const statements = prepareStatements(store.db);
+    expect(plan(statements.selectEvents.source, { turnId: "turn_1", afterSeq: 5 })).toMatch(
+      /^SEARCH turn_events USING PRIMARY KEY \(turn_id=\? AND seq>\?\)/,
+    );
+    expect(plan(statements.selectLastSeq.source, ["turn_1"])).toBe(
+      "SEARCH turn_events USING PRIMARY KEY (turn_id=?)",
+    );
+  });
+
+  it("reads one block per position, should a position have been written twice", () => {
+    const line = (position: number, text: string) =>
+      JSON.stringify([position, "assistant", "text", null, null, null, null, 1, { text }]);
+    const stored = blocksOfRuns([
+      { session_id: "ses_1", turn_id: "turn_1", blocks: [line(0, "a"), line(2, "first")].join("\n") },
+      { session_id: "ses_1", turn_id: "turn_1", blocks: [line(1, "b"), line(2, "second")].join("\n") },
+    ]);
+    expect(stored.map(({ block }) => [block.position, block.kind === "text" && block.text])).toEqual([
+      [0, "a"],
+      [1, "b"],
+      [2, "first"],
+    ]);
+  });
+
   it("stores one row per turn for the blocks of a commit and one for its events", () => {
     const store = open();
     startTurn(store, "turn_1", "ses_1");
