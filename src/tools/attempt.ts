@@ -206,7 +206,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
         workspace: scope.workspace,
         allowedRoots: scope.allowedRoots,
         depth: scope.depth,
-        signal: controller.signal,
+        controller,
       },
       link,
     );

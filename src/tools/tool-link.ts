@@ -25,11 +25,17 @@ export type ToolLink = {
   onZombieSettled?: () => void;
 };
 
-/** The facts a context carries besides the link's live parts. */
-export type ContextFacts = Omit<ToolContext, "heartbeat" | "services">;
+/**
+ * The facts a context carries besides the link's live parts, and the attempt's controller, whose signal
+ * the context gives out.
+ */
+export type ContextFacts = Omit<ToolContext, "heartbeat" | "services" | "signal"> & {
+  controller: AbortController;
+};
 
 /** A tool's context whose heartbeat and services go through the link (and go quiet once it is cut). */
 export function linkedContext(facts: ContextFacts, link: ToolLink): ToolContext {
+  const { controller } = facts;
   // Field by field, not `{ ...facts, … }`: a literal that spreads and then adds properties gets a hidden
   // class of its own (src/objects.ts); and nothing in `facts` can stand in for the live parts.
   return {
@@ -41,7 +47,11 @@ export function linkedContext(facts: ContextFacts, link: ToolLink): ToolContext 
     workspace: facts.workspace,
     allowedRoots: facts.allowedRoots,
     depth: facts.depth,
-    signal: facts.signal,
+    // Node makes a controller's signal when it is first read (or aborted), and making one costs a few µs:
+    // a tool that finishes without looking at its signal never has one made
+    get signal() {
+      return controller.signal;
+    },
     get services() {
       return link.services;
     },

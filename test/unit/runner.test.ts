@@ -539,6 +539,28 @@ describe("the tool's signal", () => {
     await vi.advanceTimersByTimeAsync(0);
   });
 
+  it("is aborted for a tool that first reads it after the call ended (it is made when first read)", async () => {
+    let context: ToolContext | undefined;
+    const late: ToolDefinition = {
+      name: "late",
+      description: "keeps its context and never looks at its signal while it runs",
+      inputSchema: z.object({}),
+      concurrency: "parallel",
+      execute: (_input, given) => {
+        context = given;
+        return new Promise<string>(() => {});
+      },
+    };
+    const { runner } = makeRunner([late], { defaults: { timeoutMs: 500 } });
+    const running = start(runner, call("late"));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(running.outcome?.status).toBe("timeout");
+    expect(context?.signal.aborted).toBe(true);
+    expect(context?.signal.reason).toBeInstanceOf(ToolTimeoutError);
+    expect(context?.signal).toBe(context?.signal);
+    await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS);
+  });
+
   it("a tool that ignores its signal (hang) still yields a timeout outcome", async () => {
     const { runner } = makeRunner(tools, { defaults: { timeoutMs: 300 } });
     const onZombie = vi.fn();

@@ -15,7 +15,7 @@ const facts: ContextFacts = {
   workspace: undefined,
   allowedRoots: ["/tmp"],
   depth: 0,
-  signal: new AbortController().signal,
+  controller: new AbortController(),
 };
 
 const services = { sessionStatus: () => ({}) } as unknown as ToolServices;
@@ -25,7 +25,9 @@ describe("linkedContext", () => {
     const heartbeat = vi.fn();
     const link: ToolLink = { running: true, zombie: false, services, heartbeat };
     const context = linkedContext(facts, link);
-    expect(context).toMatchObject({ ...facts });
+    const { controller, ...plain } = facts;
+    expect(context).toMatchObject(plain);
+    expect(context.signal).toBe(controller.signal);
     expect(context.services).toBe(services);
     context.heartbeat("half way");
     expect(heartbeat).toHaveBeenCalledWith("half way");
