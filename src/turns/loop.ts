@@ -86,7 +86,10 @@ export type LoopTurn = {
   agentId: string;
   engine: ModelEngine;
   model: string;
-  signal: AbortSignal;
+  /** The turn's signal: aborted when the turn is aborted or ends. */
+  readonly signal: AbortSignal;
+  /** Whether `signal` is aborted (read without making the signal). */
+  readonly aborted: boolean;
   emit: (body: EventBody) => void;
   workspace?: string;
   allowedRoots?: readonly string[];
@@ -152,11 +155,11 @@ export class ToolCallingLoop {
 
     for (let step = 0; step < maxSteps; step++) {
       this.snap(turn, "pre_inference", step, toolCallCount, [], []);
-      if (turn.signal.aborted) return result("aborted", step);
+      if (turn.aborted) return result("aborted", step);
       if (work.aborted) return result(await this.finalAnswer(turn), step + 1);
 
       const inference = await this.infer(turn, work, "auto");
-      if (turn.signal.aborted) return result("aborted", step + 1);
+      if (turn.aborted) return result("aborted", step + 1);
       if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
       if (inference.blocks.length > 0) store.appendAssistant(turn.sessionId, turn.turnId, inference.blocks);
       const requested = inference.calls.map(({ callId, name, input }) => ({ callId, name, input }));
@@ -174,7 +177,7 @@ export class ToolCallingLoop {
       await turn.pause?.("after_inference", {
         calls: calls.map((call) => ({ toolId: call.callId, toolName: call.name, input: call.input })),
       });
-      if (turn.signal.aborted) return result("aborted", step + 1);
+      if (turn.aborted) return result("aborted", step + 1);
       const callIds = calls.map((call) => call.callId);
       turn.cancellation?.openCalls(callIds);
       const edits = new Map<string, Record<string, unknown>>();
@@ -210,7 +213,7 @@ export class ToolCallingLoop {
           turn.cancellation?.closeCalls(callIds);
         });
       this.snap(turn, "post_tools", step, toolCallCount, calls, outcomes);
-      if (turn.signal.aborted) return result("aborted", step + 1);
+      if (turn.aborted) return result("aborted", step + 1);
       if (!work.aborted) {
         await turn.pause?.("after_tools", {
           results: calls.map((call, index) => ({
@@ -220,7 +223,7 @@ export class ToolCallingLoop {
             result: outcomes[index]?.result.slice(0, PAUSE_RESULT_PREVIEW_CHARS),
           })),
         });
-        if (turn.signal.aborted) return result("aborted", step + 1);
+        if (turn.aborted) return result("aborted", step + 1);
       }
       if (work.aborted) return result(await this.finalAnswer(turn), step + 2);
     }
@@ -291,9 +294,9 @@ export class ToolCallingLoop {
 
   /** After the turn's deadline: one inference without tools, to answer with what the model has. */
   private async finalAnswer(turn: LoopTurn): Promise<LoopStopReason> {
-    if (turn.signal.aborted) return "aborted";
+    if (turn.aborted) return "aborted";
     const inference = await this.infer(turn, turn.signal, "none");
-    if (turn.signal.aborted) return "aborted";
+    if (turn.aborted) return "aborted";
     const text = inference.blocks.filter((block) => block.kind !== "tool_call");
     if (text.length > 0) this.options.store.appendAssistant(turn.sessionId, turn.turnId, text);
     return "timeout";

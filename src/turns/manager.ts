@@ -470,7 +470,12 @@ export class TurnManager {
       agentId: run.agentId,
       engine: run.engine,
       model: run.model,
-      signal: run.signal,
+      get signal() {
+        return run.signal;
+      },
+      get aborted() {
+        return run.aborted;
+      },
       workSignal: run.workSignal,
       emit,
       runningTools: run.runningCalls,
@@ -494,7 +499,9 @@ export class TurnManager {
           {
             turnId: run.turnId,
             sessionId: run.sessionId,
-            signal: run.signal,
+            get signal() {
+              return run.signal;
+            },
             stepMode: () => run.stepMode,
             emit,
           },

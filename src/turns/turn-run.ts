@@ -114,7 +114,15 @@ export class TurnRun {
   /** Settles once the terminal event is committed and handed to the turn's followers. */
   readonly delivered: Promise<void>;
 
+  /**
+   * The turn's own signal, made on first read (`signal`): Node makes a controller's signal when it is
+   * first read or aborted, about 5 µs each, and most turns never need this one (they poll `aborted`;
+   * only a final inference after the deadline, a step-mode pause and an approval wait listen to it).
+   */
   private readonly controller = new AbortController();
+  private signalMade = false;
+  /** Why the turn's signals were aborted (the first reason), once they were. */
+  private abortError: TurnAbortedError | undefined;
   /** Aborted with the turn, and also at its deadline (after which one final inference runs). */
   private readonly workController = new AbortController();
   private deadlineTimer: NodeJS.Timeout | undefined;
@@ -143,7 +151,7 @@ export class TurnRun {
       new ChildTurnBudget(init.childBudget.maxTotal, init.childBudget.maxConcurrent);
     // Every call of a batch listens on the turn's signals (and removes its listener when it settles);
     // a batch of more than ten is normal, not a leak.
-    setMaxListeners(0, this.controller.signal, this.workController.signal);
+    setMaxListeners(0, this.workController.signal);
     const loopReturned = new Promise<void>((resolve) => (this.resolveLoopReturned = resolve));
     this.delivered = this.bus.delivered;
     this.done = loopReturned
@@ -151,8 +159,20 @@ export class TurnRun {
       .then(() => this.outcome as TurnRunOutcome);
   }
 
+  /** The turn's signal: aborted when the turn ends, however it ends (made now if not yet). */
   get signal(): AbortSignal {
-    return this.controller.signal;
+    const { signal } = this.controller;
+    if (!this.signalMade) {
+      this.signalMade = true;
+      setMaxListeners(0, signal);
+      if (this.abortError) this.controller.abort(this.abortError);
+    }
+    return signal;
+  }
+
+  /** Whether the turn's signal is aborted, without making it. */
+  get aborted(): boolean {
+    return this.abortError !== undefined;
   }
 
   get workSignal(): AbortSignal {
@@ -185,7 +205,8 @@ export class TurnRun {
   abortSignals(reason: AbortReason | "completed"): void {
     const error = reason === "completed" ? TURN_COMPLETED : new TurnAbortedError(reason);
     this.workController.abort(error);
-    this.controller.abort(error);
+    this.abortError ??= error;
+    if (this.signalMade) this.controller.abort(error);
   }
 
   /** Stops the turn's work (its deadline passed) but not the turn: one final inference follows. */

@@ -464,6 +464,26 @@ describe("TurnManager: turns", () => {
     expect(stopped).toEqual(["leaky"]);
   });
 
+  it("hands out the turn's signal aborted, with the turn's reason, when it is first read after the end", async () => {
+    // the turn's own signal is made on first read: a turn that never needed it must still give an
+    // aborted one to whoever asks later, with the reason it ended for
+    const runtime = makeRuntime();
+    const completed = runtime.manager.startTurn({ message: "hello" });
+    expect(completed.aborted).toBe(false);
+    expect(await completed.done).toMatchObject({ status: "completed" });
+    expect(completed.aborted).toBe(true);
+    expect(completed.signal.aborted).toBe(true);
+    expect(completed.signal.reason).toBeInstanceOf(TurnAbortedError);
+    expect(completed.signal).toBe(completed.signal);
+
+    const aborted = runtime.manager.startTurn({ message: "/tool hang {}" });
+    await until(() => aborted.runningCalls.size === 1, "tool started");
+    runtime.manager.abortTurn(aborted.turnId, "timeout");
+    expect(aborted.aborted).toBe(true);
+    expect((aborted.signal.reason as TurnAbortedError).reason).toBe("timeout");
+    expect(await aborted.done).toMatchObject({ status: "aborted", reason: "timeout" });
+  });
+
   it("refuses a second turn on a busy session and accepts one after the first ends", async () => {
     const runtime = makeRuntime();
     const first = runtime.manager.startTurn({ message: "/tool hang {}" });
