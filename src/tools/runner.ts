@@ -142,14 +142,8 @@ export class ToolRunner {
     allowFallback: boolean,
   ): Promise<{ outcome: PartialOutcome; attempts: number }> {
     const { call, tool, scope } = run;
-    // Object.assign, not a literal of spreads: that would make a hidden class per call (src/objects.ts)
-    const policy: RetryPolicy = Object.assign(
-      {},
-      DEFAULT_RETRY_POLICY,
-      this.settings.retry,
-      tool.retry,
-      this.limitSettings(scope).overrides[tool.name]?.retry,
-    );
+    /** Made at the call's first failure: a call that succeeds never needs it. */
+    let policy: RetryPolicy | undefined;
     const breaker = this.breakers.get(tool.name);
     const observe = (transition: BreakerTransition) =>
       this.recorder.record(scope.turnId, { kind: "breaker_transition", callId: call.callId, ...transition });
@@ -198,6 +192,7 @@ export class ToolRunner {
         const fallback = allowFallback ? await this.fallback(run, "failed permanently") : undefined;
         return withFallback(fallback, failed, attempts);
       }
+      policy ??= this.retryPolicy(run);
       const planned =
         attempt.status === "timeout" && !policy.retryOnTimeout
           ? { retry: false as const, reason: "timeouts are not retried" }
@@ -265,6 +260,18 @@ export class ToolRunner {
       outcome: { ...outcome, result: fallbackResult(run.tool.name, because, fallbackTool.name, outcome) },
       attempts,
     };
+  }
+
+  /** The call's retry policy: the defaults, then the settings', the tool's and its override's fields. */
+  private retryPolicy({ tool, scope }: CallRun): RetryPolicy {
+    // Object.assign, not a literal of spreads: that would make a hidden class per call (src/objects.ts)
+    return Object.assign(
+      {},
+      DEFAULT_RETRY_POLICY,
+      this.settings.retry,
+      tool.retry,
+      this.limitSettings(scope).overrides[tool.name]?.retry,
+    );
   }
 
   /** The tool `name` names, if the turn's agent may use it (else it is as unknown as a missing one). */

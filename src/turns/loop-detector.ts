@@ -20,25 +20,32 @@ export class LoopDetector {
 
   /** Records one call and says how often it has now been seen within the window. */
   observe(name: string, input: Record<string, unknown>): LoopVerdict {
-    const { _meta: _ignored, ...rest } = input;
-    const signature = `${name} ${stableStringify(rest)}`;
-    this.recent.push(signature);
-    if (this.recent.length > this.settings.windowSize) this.recent.shift();
-    const repeats = this.recent.filter((entry) => entry === signature).length;
+    const signature = `${name} ${stableStringify(input, "_meta")}`;
+    const { recent } = this;
+    recent.push(signature);
+    if (recent.length > this.settings.windowSize) recent.shift();
+    let repeats = 0;
+    for (const entry of recent) if (entry === signature) repeats++;
     const action =
       repeats >= this.settings.stopAt ? "stop" : repeats >= this.settings.warnAt ? "warn" : "none";
     return { repeats, action };
   }
 }
 
-/** JSON with object keys sorted at every level, so key order never hides a repeat. */
-export function stableStringify(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;
+/**
+ * JSON with object keys sorted at every level, so key order never hides a repeat; `omitKey` is left out
+ * of the top-level object.
+ */
+export function stableStringify(value: unknown, omitKey?: string): string {
+  if (Array.isArray(value)) return `[${value.map((item) => stableStringify(item)).join(",")}]`;
   if (typeof value === "object" && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${stableStringify((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(",")}}`;
+    let json = "";
+    for (const key of Object.keys(value).sort()) {
+      if (key === omitKey) continue;
+      const entry = `${JSON.stringify(key)}:${stableStringify((value as Record<string, unknown>)[key])}`;
+      json = json === "" ? entry : `${json},${entry}`;
+    }
+    return `{${json}}`;
   }
   return JSON.stringify(value) ?? "null";
 }

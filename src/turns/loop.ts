@@ -107,8 +107,11 @@ export type LoopTurn = {
   /** Asks the owner of the turn to abort it (the loop never ends a turn itself). */
   requestAbort?: (reason: AbortReason) => void;
   onZombie?: (call: { callId: string; name: string }, state: "started" | "settled") => void;
-  /** Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off). */
-  pause?: (phase: PausePhase, summary: unknown) => Promise<PauseOutcome>;
+  /**
+   * Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off);
+   * `summarize` makes what the pause shows, and is called only when the turn does pause.
+   */
+  pause?: (phase: PausePhase, summarize: () => unknown) => Promise<PauseOutcome>;
   /** Tool approval (docs/semantics.md#approval): the agent's policy and where calls wait for a decision. */
   approval?: TurnApproval;
   /** The turn's agent; none: no system prompt, every registered tool, the loop's `maxSteps`. */
@@ -174,9 +177,9 @@ export class ToolCallingLoop {
 
       const warnings = this.detectLoops(turn, detector, calls);
       if (warnings === "stop") return result("aborted", step + 1);
-      await turn.pause?.("after_inference", {
+      await turn.pause?.("after_inference", () => ({
         calls: calls.map((call) => ({ toolId: call.callId, toolName: call.name, input: call.input })),
-      });
+      }));
       if (turn.aborted) return result("aborted", step + 1);
       const callIds = calls.map((call) => call.callId);
       turn.cancellation?.openCalls(callIds);
@@ -215,14 +218,14 @@ export class ToolCallingLoop {
       this.snap(turn, "post_tools", step, toolCallCount, calls, outcomes);
       if (turn.aborted) return result("aborted", step + 1);
       if (!work.aborted) {
-        await turn.pause?.("after_tools", {
+        await turn.pause?.("after_tools", () => ({
           results: calls.map((call, index) => ({
             toolId: call.callId,
             toolName: call.name,
             status: outcomes[index]?.status,
             result: outcomes[index]?.result.slice(0, PAUSE_RESULT_PREVIEW_CHARS),
           })),
-        });
+        }));
         if (turn.aborted) return result("aborted", step + 1);
       }
       if (work.aborted) return result(await this.finalAnswer(turn), step + 2);

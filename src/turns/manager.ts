@@ -30,7 +30,7 @@ import {
 } from "./errors.js";
 import { TurnEventBus } from "./event-bus.js";
 import type { LoopResult, ToolCallingLoop } from "./loop.js";
-import { StepController } from "./step-control.js";
+import { StepController, type PausedTurn, type PausePhase } from "./step-control.js";
 import { publishToolResult, type PublishedOutcome, type ToolResultObservers } from "./tool-results.js";
 import { turnServices } from "./turn-services.js";
 import { TurnRun, type TurnRunOutcome } from "./turn-run.js";
@@ -464,6 +464,15 @@ export class TurnManager {
     const { settings } = this.deps;
     // a manager built without agents (tests, embedders) offers every tool, as before agents existed
     const agent = this.deps.agents ? this.turnAgent(run) : undefined;
+    const paused: PausedTurn = {
+      turnId: run.turnId,
+      sessionId: run.sessionId,
+      get signal() {
+        return run.signal;
+      },
+      stepMode: () => run.stepMode,
+      emit,
+    };
     return {
       turnId: run.turnId,
       sessionId: run.sessionId,
@@ -494,20 +503,8 @@ export class TurnManager {
       approval: this.deps.approvalPolicy
         ? { policy: this.approvalPolicyOf(run, agent), registry: this.approvals }
         : undefined,
-      pause: async (phase: "after_inference" | "after_tools", summary: unknown) => {
-        const outcome = await this.steps.pause(
-          {
-            turnId: run.turnId,
-            sessionId: run.sessionId,
-            get signal() {
-              return run.signal;
-            },
-            stepMode: () => run.stepMode,
-            emit,
-          },
-          phase,
-          summary,
-        );
+      pause: async (phase: PausePhase, summarize: () => unknown) => {
+        const outcome = await this.steps.pause(paused, phase, summarize);
         if (outcome === "timed_out" && this.steps.onTimeout === "abort")
           this.abortTurn(run.turnId, "timeout");
         return outcome;

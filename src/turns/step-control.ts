@@ -44,8 +44,11 @@ export class StepController {
     return this.settings.onTimeout;
   }
 
-  /** Pauses `turn` if step mode is on; resolves with why the wait ended ("disabled" at once if off). */
-  pause(turn: PausedTurn, phase: PausePhase, summary: unknown): Promise<PauseOutcome> {
+  /**
+   * Pauses `turn` if step mode is on; resolves with why the wait ended ("disabled" at once if off).
+   * `summarize` makes the pause's summary; it is not called when the turn does not pause.
+   */
+  pause(turn: PausedTurn, phase: PausePhase, summarize: () => unknown): Promise<PauseOutcome> {
     if (!turn.stepMode()) return Promise.resolve("disabled");
     if (turn.signal.aborted) return Promise.resolve("aborted");
     const pauseId = this.deps.generateId();
@@ -68,7 +71,7 @@ export class StepController {
         release,
       });
       turn.signal.addEventListener("abort", onAbort, { once: true });
-      turn.emit({ type: "debugger.pause", pauseId, phase, deadlineMs, summary });
+      turn.emit({ type: "debugger.pause", pauseId, phase, deadlineMs, summary: summarize() });
     });
   }
 

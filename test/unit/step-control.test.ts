@@ -38,7 +38,7 @@ function turn(turnId: string, sessionId = "ses_1") {
 /** Starts a pause and exposes its outcome once settled. */
 function start(steps: StepController, paused: PausedTurn, summary: unknown = { calls: [] }) {
   let outcome: PauseOutcome | undefined;
-  const promise = steps.pause(paused, "after_inference", summary).then((value) => (outcome = value));
+  const promise = steps.pause(paused, "after_inference", () => summary).then((value) => (outcome = value));
   return {
     promise,
     get outcome() {
@@ -98,7 +98,7 @@ describe("StepController", () => {
     expect(vi.getTimerCount()).toBe(0);
     expect(steps.size).toBe(0);
     // a turn already aborted does not pause at all
-    expect(await steps.pause(paused, "after_tools", {})).toBe("aborted");
+    expect(await steps.pause(paused, "after_tools", () => ({}))).toBe("aborted");
     expect(steps.size).toBe(0);
   });
 
@@ -114,12 +114,27 @@ describe("StepController", () => {
     expect(b.outcome).toBeUndefined();
     // with step mode off the turn does not pause again
     first.setStepMode(false);
-    expect(await steps.pause(first.paused, "after_tools", {})).toBe("disabled");
+    expect(await steps.pause(first.paused, "after_tools", () => ({}))).toBe("disabled");
     expect(first.emitted.filter((event) => event.type === "debugger.pause")).toHaveLength(1);
     steps.continue("turn_2", steps.pauseOf("turn_2")?.pauseId ?? "");
     await b.promise;
     expect(b.outcome).toBe("continued");
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("makes no summary for a turn that does not pause", async () => {
+    const steps = controller();
+    const { paused, setStepMode, emitted } = turn("turn_1");
+    setStepMode(false);
+    const summarize = vi.fn(() => ({ calls: [] }));
+    expect(await steps.pause(paused, "after_inference", summarize)).toBe("disabled");
+    expect(summarize).not.toHaveBeenCalled();
+    setStepMode(true);
+    const waiting = steps.pause(paused, "after_inference", summarize);
+    expect(summarize).toHaveBeenCalledTimes(1);
+    expect(emitted).toMatchObject([{ type: "debugger.pause", summary: { calls: [] } }]);
+    steps.continue("turn_1", steps.pauseOf("turn_1")?.pauseId ?? "");
+    expect(await waiting).toBe("continued");
   });
 
   it("keeps concurrent pauses of different turns apart by id", async () => {
