@@ -22,6 +22,7 @@ export class DecisionLog implements DecisionRecorder {
       // The trace must never break a turn (e.g. the database closing during shutdown).
       this.logger.warn({ err: error, turnId, decision: decision.kind }, "could not persist trace entry");
     }
-    this.logger.debug({ turnId, ...decision }, "decision");
+    // the record is built only when it will be written: a burst of timeouts makes three decisions each
+    if (this.logger.isLevelEnabled("debug")) this.logger.debug({ turnId, ...decision }, "decision");
   }
 }
