@@ -73,6 +73,12 @@ export type WriteOp =
       at: number;
       principal: string | null;
       title: string | null;
+      /**
+       * Set by `writeBatch` when the same batch also moves the new session's next position: the
+       * INSERT carries it (and when it was moved) instead of an UPDATE after it.
+       */
+      next?: number;
+      updatedAt?: number;
     }
   | { kind: "title"; id: string; title: string }
   | { kind: "step_mode"; id: string; enabled: boolean; at: number }
@@ -164,7 +170,8 @@ export function prepareStatements(db: Database): Statements {
   const prepare = (sql: string): Statement => db.prepare(sql);
   return {
     insertSession: prepare(
-      "INSERT INTO sessions (id, agent_id, created_at, updated_at, principal, title) VALUES (?, ?, ?, ?, ?, ?)",
+      `INSERT INTO sessions (id, agent_id, created_at, updated_at, principal, title, next_position)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ),
     updateStepMode: prepare("UPDATE sessions SET step_mode = ?, updated_at = ? WHERE id = ?"),
     updateTitle: prepare("UPDATE sessions SET title = ? WHERE id = ?"),
@@ -293,6 +300,7 @@ export function prepareChunkStatements(db: Database): ChunkStatements {
 type EventOp = Extract<WriteOp, { kind: "event" }>;
 type BlockOp = Extract<WriteOp, { kind: "block" }>;
 type TraceOp = Extract<WriteOp, { kind: "trace" }>;
+type SessionOp = Extract<WriteOp, { kind: "session" }>;
 
 /** A batch's writes grouped by turn, each group in batch order: one run, stored as one row. */
 function runsByTurn<Op>(ops: readonly Op[], turnOf: (op: Op) => string): Op[][] {
@@ -377,7 +385,8 @@ function traceParams(op: TraceOp): unknown[] {
  * Writes one batch (call it inside a transaction). Rows go in dependency order — sessions, turns,
  * blocks, the sessions' next positions (the last of each session only), step-mode switches, titles and
  * turn ends, events, trace — and blocks and events (a row per turn: its run) and trace rows in multi-row
- * INSERTs. A row that fails is reported and costs only itself; a run that fails is written block by
+ * INSERTs. A session the batch creates is inserted with the title and next position the batch's later
+ * writes give it, not updated after. A row that fails is reported and costs only itself; a run that fails is written block by
  * block (event by event), so it costs only what fails.
  */
 export function writeBatch(
@@ -387,6 +396,8 @@ export function writeBatch(
   onError: (error: unknown, row: string) => void,
 ): void {
   const first: WriteOp[] = [];
+  /** Sessions this batch creates: their INSERT takes the batch's later title and position for them. */
+  const newSessions = new Map<string, SessionOp>();
   const blocks: BlockOp[] = [];
   const positions = new Map<string, WriteOp>();
   const updates: WriteOp[] = [];
@@ -394,18 +405,35 @@ export function writeBatch(
   const traces: TraceOp[] = [];
   for (const op of ops) {
     switch (op.kind) {
-      case "session":
+      case "session": {
+        const session = { ...op };
+        newSessions.set(op.id, session);
+        first.push(session);
+        break;
+      }
       case "turn":
         first.push(op);
         break;
       case "block":
         blocks.push(op);
         break;
-      case "position":
-        positions.set(op.sessionId, op);
+      case "title": {
+        const session = newSessions.get(op.id);
+        if (session) session.title = op.title;
+        else updates.push(op);
         break;
+      }
+      case "position": {
+        const session = newSessions.get(op.sessionId);
+        if (session) {
+          session.next = op.next;
+          session.updatedAt = op.at;
+        } else {
+          positions.set(op.sessionId, op);
+        }
+        break;
+      }
       case "step_mode":
-      case "title":
       case "end_turn":
         updates.push(op);
         break;
@@ -487,7 +515,15 @@ function insertChunked<Row>(
 export function runWrite(statements: Statements, op: WriteOp): void {
   switch (op.kind) {
     case "session":
-      statements.insertSession.run(op.id, op.agentId, op.at, op.at, op.principal, op.title);
+      statements.insertSession.run(
+        op.id,
+        op.agentId,
+        op.at,
+        op.updatedAt ?? op.at,
+        op.principal,
+        op.title,
+        op.next ?? 0,
+      );
       return;
     case "title":
       statements.updateTitle.run(op.title, op.id);

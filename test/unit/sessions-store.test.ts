@@ -140,6 +140,40 @@ describe("titles", () => {
     expect(title.endsWith("🙂")).toBe(true);
   });
 
+  it("writes a session made, titled and written to in one commit as one row, and later changes as updates", () => {
+    const store = open();
+    // count the updates of session rows the store's commits make
+    store.db.exec(`CREATE TEMP TABLE session_updates (id TEXT);
+      CREATE TEMP TRIGGER count_session_updates AFTER UPDATE ON main.sessions
+      BEGIN INSERT INTO session_updates VALUES (new.id); END;`);
+    const updates = () =>
+      store.db.prepare("SELECT COUNT(*) AS n FROM session_updates").get() as { n: number };
+    store.createSession("ses_1", "default", null);
+    clock = 1_005;
+    runTurn(store, "ses_1", "turn_1", "first message");
+    expect(store.getSessionSummary("ses_1")).toMatchObject({ title: "first message", turnCount: 1 });
+    expect(updates().n).toBe(0);
+    const stored = () =>
+      store.db
+        .prepare("SELECT title, next_position, created_at, updated_at FROM sessions WHERE id = ?")
+        .get("ses_1");
+    expect(stored()).toEqual({
+      title: "first message",
+      next_position: 2,
+      created_at: 1_000,
+      updated_at: 1_005,
+    });
+
+    clock = 1_010;
+    runTurn(store, "ses_1", "turn_2", "second message");
+    store.renameSession("ses_1", "Renamed");
+    store.flush();
+    expect(updates().n).toBeGreaterThan(0);
+    expect(stored()).toEqual({ title: "Renamed", next_position: 4, created_at: 1_000, updated_at: 1_010 });
+    store.close();
+    expect(open().getSessionSummary("ses_1")).toMatchObject({ title: "Renamed", turnCount: 2 });
+  });
+
   it("keeps a given title and a rename, in memory and on disk", () => {
     const store = open();
     store.createSession("ses_1", "default", null, "Planning");
