@@ -74,8 +74,8 @@ export type WriteOp =
       principal: string | null;
       title: string | null;
       /**
-       * Set by `writeBatch` when the same batch also moves the new session's next position: the
-       * INSERT carries it (and when it was moved) instead of an UPDATE after it.
+       * Set by `writeBatch` (never by the store) when the same batch also moves the new session's next
+       * position: the INSERT carries it, and when it was moved, instead of an UPDATE after it.
        */
       next?: number;
       updatedAt?: number;
@@ -386,8 +386,8 @@ function traceParams(op: TraceOp): unknown[] {
  * blocks, the sessions' next positions (the last of each session only), step-mode switches, titles and
  * turn ends, events, trace — and blocks and events (a row per turn: its run) and trace rows in multi-row
  * INSERTs. A session the batch creates is inserted with the title and next position the batch's later
- * writes give it, not updated after. A row that fails is reported and costs only itself; a run that fails is written block by
- * block (event by event), so it costs only what fails.
+ * writes give it, not updated after. A row that fails is reported and costs only itself; a run that fails
+ * is written block by block (event by event), so it costs only what fails.
  */
 export function writeBatch(
   statements: Statements,

@@ -39,13 +39,11 @@ export class LoopDetector {
 export function stableStringify(value: unknown, omitKey?: string): string {
   if (Array.isArray(value)) return `[${value.map((item) => stableStringify(item)).join(",")}]`;
   if (typeof value === "object" && value !== null) {
-    let json = "";
-    for (const key of Object.keys(value).sort()) {
-      if (key === omitKey) continue;
-      const entry = `${JSON.stringify(key)}:${stableStringify((value as Record<string, unknown>)[key])}`;
-      json = json === "" ? entry : `${json},${entry}`;
-    }
-    return `{${json}}`;
+    const entries = Object.keys(value)
+      .filter((key) => key !== omitKey)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${stableStringify((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";
 }

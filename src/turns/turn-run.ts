@@ -116,8 +116,9 @@ export class TurnRun {
 
   /**
    * The turn's own signal, made on first read (`signal`): Node makes a controller's signal when it is
-   * first read or aborted, about 5 µs each, and most turns never need this one (they poll `aborted`;
-   * only a final inference after the deadline, a step-mode pause and an approval wait listen to it).
+   * first read or aborted, about 5 µs each, and most turns never need this one (the loop polls
+   * `aborted`; a final inference after the deadline and a step-mode pause listen to it, and tools and
+   * approval waits listen to the work signal).
    */
   private readonly controller = new AbortController();
   private signalMade = false;
@@ -149,8 +150,8 @@ export class TurnRun {
     this.childBudget =
       init.parent?.childBudget ??
       new ChildTurnBudget(init.childBudget.maxTotal, init.childBudget.maxConcurrent);
-    // Every call of a batch listens on the turn's signals (and removes its listener when it settles);
-    // a batch of more than ten is normal, not a leak.
+    // Every call of a batch listens on the work signal (and removes its listener when it settles); a
+    // batch of more than ten is normal, not a leak. The turn's own signal gets the same when it is made.
     setMaxListeners(0, this.workController.signal);
     const loopReturned = new Promise<void>((resolve) => (this.resolveLoopReturned = resolve));
     this.delivered = this.bus.delivered;
