@@ -159,6 +159,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     },
     { now, warn: (message) => logger.warn(message), breakers, recorder, random: options.random },
   );
+  const { zombies } = runner;
   const scheduler = new ToolScheduler(
     runner,
     registry,
@@ -221,6 +222,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     toolResults,
     agents,
     approvalPolicy: (agentId) => approvalPolicy(config.agents, agentId),
+    zombies,
     settings: {
       defaultProvider: config.providers.default ?? "scripted",
       defaultAgentId: agents.defaultAgentId,
@@ -239,7 +241,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       workspace: system.workspace === undefined ? undefined : resolve(system.workspace),
     },
   });
-  metrics.observe({ activeTurns: () => manager.activeCount(), zombies: () => manager.zombies.size });
+  metrics.observe({ activeTurns: () => manager.activeCount(), zombies: () => zombies.size });
   return {
     config,
     logger,

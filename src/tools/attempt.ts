@@ -20,6 +20,7 @@ import { onAbort } from "./abort-fanout.js";
 import type { CallCancellation } from "./call-cancellation.js";
 import type { DeadlineTimers, ScheduledTimer } from "./deadline-timers.js";
 import { cutLink, linkedContext, startTool, type ToolLink } from "./tool-link.js";
+import type { ZombieRegistry } from "./zombie-registry.js";
 import type {
   ToolCallHooks,
   ToolCallRequest,
@@ -68,6 +69,8 @@ export type AttemptOptions = {
   progressAfterMs: number;
   progressIntervalMs: number;
   recorder: DecisionRecorder;
+  /** Where tools still running after their call closed are tracked; the turn may be long gone by then. */
+  zombies: Pick<ZombieRegistry, "add" | "remove">;
 };
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -194,7 +197,7 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
       cutLink(
         link,
         ZOMBIE_GRACE_MS,
-        zombieBookkeeping(options.recorder, scope.turnId, call.callId, call.name, hooks),
+        zombieBookkeeping(options, { turnId: scope.turnId, toolId: call.callId, toolName: call.name }),
       );
     const context = linkedContext(
       {
@@ -214,17 +217,18 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
   });
 }
 
-/** A zombie's decisions and hook calls, made from its ids alone (never from its call or turn). */
+/**
+ * A zombie's decision and registry entry, made from its ids alone: never from its call, its hooks or
+ * anything else that reaches its turn, which must be free to go while the tool runs on.
+ */
 function zombieBookkeeping(
-  recorder: DecisionRecorder,
-  turnId: string,
-  callId: string,
-  toolName: string,
-  hooks: ToolCallHooks,
+  { recorder, zombies, now }: Pick<AttemptOptions, "recorder" | "zombies" | "now">,
+  ids: { turnId: string; toolId: string; toolName: string },
 ): (state: "started" | "settled") => void {
   return (state) => {
-    recorder.record(turnId, { kind: "zombie", state, callId, toolName });
-    hooks.onZombie?.({ callId, name: toolName }, state);
+    recorder.record(ids.turnId, { kind: "zombie", state, callId: ids.toolId, toolName: ids.toolName });
+    if (state === "started") zombies.add({ ...ids, since: now() });
+    else zombies.remove(ids.toolId);
   };
 }
 

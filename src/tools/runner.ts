@@ -40,6 +40,7 @@ import {
 import type { Classification } from "./resilience/tool-error.js";
 import { circuitOpenResult, errorResult, fallbackResult } from "./results.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome } from "./types.js";
+import { ZombieRegistry } from "./zombie-registry.js";
 
 export type RunnerSettings = LimitSettings & {
   progressAfterMs: number;
@@ -55,12 +56,16 @@ export type RunnerDeps = {
   recorder?: DecisionRecorder;
   /** Source of retry jitter, in [0, 1). */
   random?: () => number;
+  /** Where zombies are tracked; none: a registry of the runner's own. */
+  zombies?: ZombieRegistry;
 };
 
 export { abortReasonOf, ZOMBIE_GRACE_MS, type CallScope } from "./attempt.js";
 
 export class ToolRunner {
   readonly breakers: BreakerRegistry;
+  /** Tools still running after their call closed (docs/semantics.md#cancellation). */
+  readonly zombies: ZombieRegistry;
   private readonly now: () => number;
   private readonly warn: (message: string) => void;
   private readonly recorder: DecisionRecorder;
@@ -77,12 +82,14 @@ export class ToolRunner {
     this.recorder = deps.recorder ?? NO_DECISIONS;
     this.random = deps.random ?? Math.random;
     this.breakers = deps.breakers ?? new BreakerRegistry(DEFAULT_BREAKER_SETTINGS, this.now);
+    this.zombies = deps.zombies ?? new ZombieRegistry();
     this.attemptOptions = {
       now: this.now,
       timers: new DeadlineTimers(),
       progressAfterMs: settings.progressAfterMs,
       progressIntervalMs: settings.progressIntervalMs,
       recorder: this.recorder,
+      zombies: this.zombies,
     };
   }
 

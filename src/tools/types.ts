@@ -103,7 +103,4 @@ export type ToolCallHooks = {
     call: ToolCallRequest,
     retry: { attempt: number; delayMs: number; error: string; classification: Classification },
   ): void;
-  /** A tool still running after its call was closed (`started`), and when it finally settles. */
-  /** A zombie is known by its ids alone: nothing of its call (its input) is kept while it runs. */
-  onZombie?(call: { callId: string; name: string }, state: "started" | "settled"): void;
 };

@@ -6,7 +6,7 @@
 import type { TurnRun } from "./turn-run.js";
 import type { PauseInfo } from "./step-control.js";
 import type { PendingApproval } from "./approvals.js";
-import type { Zombie } from "./zombie-registry.js";
+import type { Zombie } from "../tools/zombie-registry.js";
 
 export type ActiveTurnDetails = {
   turnId: string;

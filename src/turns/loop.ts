@@ -106,7 +106,6 @@ export type LoopTurn = {
   services?: ToolServices;
   /** Asks the owner of the turn to abort it (the loop never ends a turn itself). */
   requestAbort?: (reason: AbortReason) => void;
-  onZombie?: (call: { callId: string; name: string }, state: "started" | "settled") => void;
   /**
    * Step mode: pauses at a phase boundary until continued (resolves at once when step mode is off);
    * `summarize` makes what the pause shows, and is called only when the turn does pause.
@@ -492,7 +491,6 @@ export class ToolCallingLoop {
         if (running) running.attempts = retry.attempt;
         turn.emit({ type: "tool_retry", toolId: call.callId, toolName: call.name, ...retry });
       },
-      onZombie: (call, state) => turn.onZombie?.(call, state),
       onResult: (call, outcome) => {
         // the stored call keeps the model's input: its result says what ran instead
         const edited = edits.get(call.callId);

@@ -34,7 +34,7 @@ import { StepController, type PausedTurn, type PausePhase } from "./step-control
 import { publishToolResult, type PublishedOutcome, type ToolResultObservers } from "./tool-results.js";
 import { turnServices } from "./turn-services.js";
 import { TurnRun, type TurnRunOutcome } from "./turn-run.js";
-import { ZombieRegistry, type Zombie } from "./zombie-registry.js";
+import { ZombieRegistry, type Zombie } from "../tools/zombie-registry.js";
 
 export type StartTurnRequest = {
   message: string;
@@ -99,6 +99,8 @@ export type TurnManagerDeps = {
   agents?: AgentRegistry;
   /** The approval policy of an agent (docs/semantics.md#approval); none: no call waits for approval. */
   approvalPolicy?: (agentId: string) => ApprovalPolicy;
+  /** The tool runner's zombies (docs/semantics.md#cancellation); none: none are listed. */
+  zombies?: ZombieRegistry;
 };
 
 const DEFAULT_MAX_CHILD_TURNS = 16;
@@ -106,7 +108,8 @@ const DEFAULT_MAX_CONCURRENT_CHILD_TURNS = 4;
 const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
 
 export class TurnManager {
-  readonly zombies = new ZombieRegistry();
+  /** The tool runner's zombies, listed with the turns they came from. */
+  readonly zombies: ZombieRegistry;
   readonly steps: StepController;
   /** The agents turns run as; a session keeps the agent that created it. */
   readonly agents: AgentRegistry;
@@ -119,6 +122,7 @@ export class TurnManager {
   constructor(private readonly deps: TurnManagerDeps) {
     this.now = deps.now ?? Date.now;
     this.recorder = deps.recorder ?? NO_DECISIONS;
+    this.zombies = deps.zombies ?? new ZombieRegistry();
     this.agents =
       deps.agents ??
       new AgentRegistry({}, deps.settings.defaultAgentId, {
@@ -508,18 +512,6 @@ export class TurnManager {
         if (outcome === "timed_out" && this.steps.onTimeout === "abort")
           this.abortTurn(run.turnId, "timeout");
         return outcome;
-      },
-      onZombie: (call: { callId: string; name: string }, state: "started" | "settled") => {
-        if (state === "started") {
-          this.zombies.add({
-            turnId: run.turnId,
-            toolId: call.callId,
-            toolName: call.name,
-            since: this.now(),
-          });
-        } else {
-          this.zombies.remove(call.callId);
-        }
       },
       now: this.now,
     };

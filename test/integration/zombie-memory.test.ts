@@ -7,11 +7,12 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { parseConfig } from "../../src/config/index.js";
 import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
+import { ZOMBIE_GRACE_MS } from "../../src/tools/runner.js";
 import type { ToolDefinition } from "../../src/tools/types.js";
 
 setFlagsFromString("--expose-gc");
@@ -96,4 +97,39 @@ describe("zombies hold no memory", () => {
       `heap grew ${(grownBytes / 1e6).toFixed(1)} MB: ${perCall.toFixed(0)} B per hung call`,
     ).toBeLessThan(3_072);
   }, 120_000);
+
+  it("a zombie keeps nothing of its turn: a timed-out and an aborted call's turns are collected while their tools run on", async () => {
+    const { config } = parseConfig({ logLevel: "silent" });
+    runtime = createRuntime(config, {
+      logger: pino({ level: "silent" }),
+      store: createMemoryHistoryStore({ cachedSessions: 0 }),
+      tools: [stuck as ToolDefinition],
+    });
+    const manager = runtime.manager;
+    /** Runs a turn of one stuck call to its end; what is kept of it is a weak reference. */
+    const stuckTurn = async (message: string, abort: boolean) => {
+      const stuckBefore = timers.length;
+      const run = manager.startTurn({ message });
+      if (abort) {
+        // the stuck tool has started once its timer exists
+        await vi.waitFor(() => expect(timers.length).toBeGreaterThan(stuckBefore));
+        expect(manager.abortTurn(run.turnId, "user")).toBe(true);
+      }
+      expect(await run.done).toMatchObject({ status: abort ? "aborted" : "completed" });
+      return new WeakRef(run);
+    };
+    const input = JSON.stringify({ blob: "x", index: 0, _meta: { timeout: 1 } });
+    const turns = [
+      await stuckTurn(`/tool stuck ${input}\n/then\ndone`, false),
+      await stuckTurn('/tool stuck {"blob":"y","index":1}', true),
+    ];
+    expect(timers).toHaveLength(2);
+
+    // past the grace period both tools are zombies, still running (their timers keep them reachable)
+    await new Promise((resolve) => setTimeout(resolve, ZOMBIE_GRACE_MS + 200));
+    expect(manager.getZombies().map((zombie) => zombie.toolName)).toEqual(["stuck", "stuck"]);
+    collectGarbage();
+    collectGarbage();
+    expect(turns.map((turn) => turn.deref() === undefined)).toEqual([true, true]);
+  }, 30_000);
 });

@@ -828,9 +828,8 @@ describe("zombies", () => {
   it("a tool that ignores its signal is a zombie 1000 ms after its timeout, until it settles 5 s in", async () => {
     const execute = vi.fn<Execute>(resolveAfter(5000, "late result"));
     const { runner, decisions } = makeRunner([makeTool("stubborn", execute, { timeoutMs: 1000 })]);
-    const onZombie = vi.fn();
     const request = call("stubborn");
-    const running = start(runner, request, scope(new AbortController().signal), { onZombie });
+    const running = start(runner, request, scope(new AbortController().signal));
 
     await vi.advanceTimersByTimeAsync(1000);
     const outcome = running.outcome;
@@ -838,11 +837,12 @@ describe("zombies", () => {
     expect(outcome?.result.startsWith('[TIMEOUT] Tool "stubborn"')).toBe(true);
 
     await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS - 1);
-    expect(onZombie).not.toHaveBeenCalled();
+    expect(runner.zombies.size).toBe(0);
     expect(kinds(decisions)).not.toContain("zombie");
     await vi.advanceTimersByTimeAsync(1);
-    const ids = { callId: request.callId, name: request.name };
-    expect(onZombie.mock.calls).toEqual([[ids, "started"]]);
+    expect(runner.zombies.list()).toEqual([
+      { turnId: "turn_1", toolId: request.callId, toolName: "stubborn", since: Date.now() },
+    ]);
     expect(decisions.at(-1)).toEqual({
       kind: "zombie",
       state: "started",
@@ -852,12 +852,9 @@ describe("zombies", () => {
 
     // 2000 → 4999: still running.
     await vi.advanceTimersByTimeAsync(2999);
-    expect(onZombie).toHaveBeenCalledTimes(1);
+    expect(runner.zombies.size).toBe(1);
     await vi.advanceTimersByTimeAsync(1);
-    expect(onZombie.mock.calls).toEqual([
-      [ids, "started"],
-      [ids, "settled"],
-    ]);
+    expect(runner.zombies.size).toBe(0);
     expect(decisions.at(-1)).toEqual({
       kind: "zombie",
       state: "settled",
@@ -874,25 +871,23 @@ describe("zombies", () => {
 
   it("a per-call cancel of a tool that ignores its signal also leaves a tracked zombie", async () => {
     const { runner } = makeRunner([makeTool("stubborn", resolveAfter(5000, "late"))]);
-    const onZombie = vi.fn();
     const request = call("stubborn");
     const cancellation = cancellable(request.callId);
-    const running = start(runner, request, scope(new AbortController().signal, cancellation), {
-      onZombie,
-    });
+    const running = start(runner, request, scope(new AbortController().signal, cancellation));
     await vi.advanceTimersByTimeAsync(500);
     expect(cancellation.cancel(request.callId, new Error("cancelled"))).toBe(true);
     await vi.advanceTimersByTimeAsync(0);
     expect(running.outcome?.result).toBe(TOOL_CANCELLED_RESULT);
     await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS - 1);
-    expect(onZombie).not.toHaveBeenCalled();
+    expect(runner.zombies.size).toBe(0);
     await vi.advanceTimersByTimeAsync(1);
-    expect(onZombie).toHaveBeenCalledExactlyOnceWith(
-      { callId: request.callId, name: request.name },
-      "started",
-    );
-    await vi.advanceTimersByTimeAsync(5000 - 1500);
-    expect(onZombie).toHaveBeenLastCalledWith({ callId: request.callId, name: request.name }, "settled");
+    expect(runner.zombies.list()).toEqual([
+      { turnId: "turn_1", toolId: request.callId, toolName: "stubborn", since: Date.now() },
+    ]);
+    await vi.advanceTimersByTimeAsync(5000 - 1500 - 1);
+    expect(runner.zombies.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runner.zombies.size).toBe(0);
     expect(running.outcome?.result).toBe(TOOL_CANCELLED_RESULT);
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -901,8 +896,7 @@ describe("zombies", () => {
     const { runner, decisions } = makeRunner([
       makeTool("tardy", resolveAfter(1500, "late"), { timeoutMs: 1000 }),
     ]);
-    const onZombie = vi.fn();
-    const running = start(runner, call("tardy"), scope(new AbortController().signal), { onZombie });
+    const running = start(runner, call("tardy"), scope(new AbortController().signal));
     await vi.advanceTimersByTimeAsync(1000);
     expect(running.outcome?.status).toBe("timeout");
     // The tool's own timer and the grace timer.
@@ -910,7 +904,7 @@ describe("zombies", () => {
     await vi.advanceTimersByTimeAsync(500);
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(onZombie).not.toHaveBeenCalled();
+    expect(runner.zombies.size).toBe(0);
     expect(kinds(decisions)).not.toContain("zombie");
     expect(running.outcome?.status).toBe("timeout");
   });
@@ -918,14 +912,13 @@ describe("zombies", () => {
   it("a cooperative tool that honours its signal produces no zombie", async () => {
     const execute = vi.fn<Execute>(failAfter(60_000, () => new Error("never")));
     const { runner, decisions } = makeRunner([makeTool("polite", execute, { timeoutMs: 1000 })]);
-    const onZombie = vi.fn();
     const turn = new AbortController();
-    const timedOut = start(runner, call("polite"), scope(turn.signal), { onZombie });
+    const timedOut = start(runner, call("polite"), scope(turn.signal));
     await vi.advanceTimersByTimeAsync(1000);
     expect(timedOut.outcome?.status).toBe("timeout");
     expect(vi.getTimerCount()).toBe(0);
 
-    const aborted = start(runner, call("polite"), scope(turn.signal), { onZombie });
+    const aborted = start(runner, call("polite"), scope(turn.signal));
     await vi.advanceTimersByTimeAsync(100);
     turn.abort(new TurnAbortedError("user"));
     await vi.advanceTimersByTimeAsync(0);
@@ -933,7 +926,7 @@ describe("zombies", () => {
     expect(vi.getTimerCount()).toBe(0);
 
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(onZombie).not.toHaveBeenCalled();
+    expect(runner.zombies.size).toBe(0);
     expect(kinds(decisions)).not.toContain("zombie");
   });
 });

@@ -5,7 +5,7 @@
  * nothing is left. Retries and the circuit breaker are covered in runner-resilience.test.ts.
  */
 import { getEventListeners } from "node:events";
-import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { ToolTimeoutError, TurnAbortedError, type AbortReason } from "../../src/errors.js";
 import { hangTool, sleepTool, echoTool } from "../../src/tools/builtin/index.js";
@@ -128,14 +128,15 @@ const tools = [hangTool, sleepTool, echoTool, fadingTool] as ToolDefinition[];
  * the zombie is reported at exactly ZOMBIE_GRACE_MS (not a millisecond earlier), and then no timer
  * remains.
  */
-async function expectZombieAfterGrace(onZombie: Mock, request: ToolCallRequest) {
+async function expectZombieAfterGrace(runner: ToolRunner, request: ToolCallRequest) {
   expect(vi.getTimerCount()).toBe(1);
   await vi.advanceTimersByTimeAsync(ZOMBIE_GRACE_MS - 1);
-  expect(onZombie).not.toHaveBeenCalled();
+  expect(runner.zombies.size).toBe(0);
   await vi.advanceTimersByTimeAsync(1);
-  expect(onZombie).toHaveBeenCalledTimes(1);
   // known by its ids alone: the zombie keeps nothing of its input
-  expect(onZombie).toHaveBeenCalledWith({ callId: request.callId, name: request.name }, "started");
+  expect(runner.zombies.list()).toEqual([
+    { turnId: "turn_1", toolId: request.callId, toolName: request.name, since: Date.now() },
+  ]);
   expect(vi.getTimerCount()).toBe(0);
 }
 
@@ -272,10 +273,9 @@ describe("ToolRunner deadlines", () => {
     async ({ defaults, input, maxCallTimeoutMs, at, kind, text }) => {
       const { runner } = makeRunner(tools, { defaults, maxCallTimeoutMs });
       const onTimeout = vi.fn();
-      const onZombie = vi.fn();
       const signal = new AbortController().signal;
       const request = call("hang", input);
-      const running = start(runner, request, signal, { onTimeout, onZombie });
+      const running = start(runner, request, signal, { onTimeout });
 
       await vi.advanceTimersByTimeAsync(at - 1);
       expect(running.outcome).toBeUndefined();
@@ -295,7 +295,7 @@ describe("ToolRunner deadlines", () => {
       expect(onTimeout).toHaveBeenCalledTimes(1);
       expect(onTimeout.mock.calls[0]?.[1]).toEqual({ kind, timeoutMs: at });
       expect(getEventListeners(signal, "abort")).toHaveLength(0);
-      await expectZombieAfterGrace(onZombie, request);
+      await expectZombieAfterGrace(runner, request);
       // A timeout is not retried by default: the outcome stands.
       expect(running.outcome).toBe(outcome);
     },
@@ -326,10 +326,9 @@ describe("ToolRunner deadlines", () => {
   ])("$name: no limit, the call runs until the turn ends it", async ({ defaults, warns }) => {
     const { runner, warnings } = makeRunner(tools, { defaults });
     const onStart = vi.fn();
-    const onZombie = vi.fn();
     const controller = new AbortController();
     const request = call("hang");
-    const running = start(runner, request, controller.signal, { onStart, onZombie });
+    const running = start(runner, request, controller.signal, { onStart });
 
     await vi.advanceTimersByTimeAsync(24 * 3_600_000);
     expect(running.outcome).toBeUndefined();
@@ -342,21 +341,20 @@ describe("ToolRunner deadlines", () => {
     expect(running.outcome?.status).toBe("cancelled");
     expect(running.outcome?.durationMs).toBe(24 * 3_600_000);
     expect(running.outcome?.attempts).toBe(1);
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 
   it("warns when idle exceeds total and starts the call with the clamped pair", async () => {
     const { runner, warnings } = makeRunner(tools, { defaults: { timeoutMs: 1000, idleTimeoutMs: 5000 } });
     const onStart = vi.fn();
-    const onZombie = vi.fn();
     const request = call("hang");
-    const running = start(runner, request, undefined, { onStart, onZombie });
+    const running = start(runner, request, undefined, { onStart });
     expect(onStart.mock.calls[0]?.[1]).toEqual({ timeoutMs: 1000, idleTimeoutMs: 1000 });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain("hang.idleTimeoutMs (5000) exceeds hang.timeoutMs (1000)");
     await vi.advanceTimersByTimeAsync(1000);
     expect(running.outcome?.status).toBe("timeout");
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 
   it("a per-tool override wins over the default", async () => {
@@ -364,29 +362,27 @@ describe("ToolRunner deadlines", () => {
       defaults: { timeoutMs: 5000 },
       overrides: { hang: { timeoutMs: 700 } },
     });
-    const onZombie = vi.fn();
     const request = call("hang");
-    const running = start(runner, request, undefined, { onZombie });
+    const running = start(runner, request, undefined);
     await vi.advanceTimersByTimeAsync(699);
     expect(running.outcome).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
     expect(running.outcome?.result).toContain("exceeded wall-clock limit of 0.7s");
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 
   it("a tool's own limit wins over the default", async () => {
     const own = { ...hangTool, name: "slowpoke", timeoutMs: 900 } as ToolDefinition;
     const { runner } = makeRunner([own], { defaults: { timeoutMs: 5000 } });
-    const onZombie = vi.fn();
     const request = call("slowpoke");
-    const running = start(runner, request, undefined, { onZombie });
+    const running = start(runner, request, undefined);
     await vi.advanceTimersByTimeAsync(899);
     expect(running.outcome).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
     expect(
       running.outcome?.result.startsWith('[TIMEOUT] Tool "slowpoke" exceeded wall-clock limit of 0.9s'),
     ).toBe(true);
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 });
 
@@ -415,9 +411,8 @@ describe("heartbeats and the idle deadline", () => {
   it("a tool that stops heartbeating idles out exactly 500ms after its last beat", async () => {
     const { runner } = makeRunner(tools, { defaults: { idleTimeoutMs: 500 } });
     // Beats at 400, 800 and 1200 ms, then silence: the idle deadline is 1200 + 500.
-    const onZombie = vi.fn();
     const request = call("fading", { count: 3, everyMs: 400 });
-    const running = start(runner, request, undefined, { onZombie });
+    const running = start(runner, request, undefined);
 
     await vi.advanceTimersByTimeAsync(1699);
     expect(running.outcome).toBeUndefined();
@@ -428,7 +423,7 @@ describe("heartbeats and the idle deadline", () => {
     expect(running.outcome?.result).toContain('[TIMEOUT] Tool "fading": No progress for 0.5s (idle timeout)');
     expect(running.outcome?.durationMs).toBe(1700);
     // The tool stopped its own interval after three beats but ignores its signal: a zombie.
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 
   it("heartbeats do not extend the wall-clock limit", async () => {
@@ -563,14 +558,13 @@ describe("the tool's signal", () => {
 
   it("a tool that ignores its signal (hang) still yields a timeout outcome", async () => {
     const { runner } = makeRunner(tools, { defaults: { timeoutMs: 300 } });
-    const onZombie = vi.fn();
     const request = call("hang");
-    const running = start(runner, request, undefined, { onZombie });
+    const running = start(runner, request, undefined);
     await vi.advanceTimersByTimeAsync(299);
     expect(running.outcome).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
     expect(running.outcome?.status).toBe("timeout");
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 });
 
@@ -596,9 +590,8 @@ describe("turn abort", () => {
   ])("mid-flight ($label) cancels the call at once", async ({ reason, expected }) => {
     const { runner } = makeRunner(tools, { defaults: { timeoutMs: 10_000, idleTimeoutMs: 5000 } });
     const controller = new AbortController();
-    const onZombie = vi.fn();
     const request = call("hang");
-    const running = start(runner, request, controller.signal, { onZombie });
+    const running = start(runner, request, controller.signal);
 
     await vi.advanceTimersByTimeAsync(500);
     expect(running.outcome).toBeUndefined();
@@ -614,7 +607,7 @@ describe("turn abort", () => {
       attempts: 1,
     });
     expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
   });
 
   it("passes the turn's reason on to the tool's signal", async () => {
@@ -640,9 +633,8 @@ describe("turn abort", () => {
       const { runner } = makeRunner([spy], { defaults: { timeoutMs: 10_000 } });
 
       const midFlight = new AbortController();
-      const onZombie = vi.fn();
       const midFlightRequest = call("spy");
-      const running = start(runner, midFlightRequest, midFlight.signal, { onZombie });
+      const running = start(runner, midFlightRequest, midFlight.signal);
       await vi.advanceTimersByTimeAsync(250);
       midFlight.abort(new TurnAbortedError(reason));
       await vi.advanceTimersByTimeAsync(0);
@@ -671,7 +663,7 @@ describe("turn abort", () => {
       expect(execute).not.toHaveBeenCalled();
       expect(getEventListeners(already.signal, "abort")).toHaveLength(0);
       // Only the mid-flight call's tool is left running, as a zombie.
-      await expectZombieAfterGrace(onZombie, midFlightRequest);
+      await expectZombieAfterGrace(runner, midFlightRequest);
     },
   );
 
@@ -891,9 +883,8 @@ describe("progress", () => {
       progressIntervalMs: 1000,
     });
     const onProgress = vi.fn();
-    const onZombie = vi.fn();
     const request = call("hang");
-    const running = start(runner, request, undefined, { onProgress, onZombie });
+    const running = start(runner, request, undefined, { onProgress });
 
     await vi.advanceTimersByTimeAsync(4499);
     expect(onProgress.mock.calls.map(([, progress]) => progress)).toEqual([
@@ -905,7 +896,7 @@ describe("progress", () => {
     expect(onProgress.mock.calls[0]?.[0]).toBe(request);
     await vi.advanceTimersByTimeAsync(1);
     expect(running.outcome?.status).toBe("timeout");
-    await expectZombieAfterGrace(onZombie, request);
+    await expectZombieAfterGrace(runner, request);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(onProgress).toHaveBeenCalledTimes(4);
   });

@@ -22,6 +22,8 @@ export type Admission =
   | { admitted: false; state: "open" | "half_open"; retryAfterMs: number };
 
 export type BreakerTransition = { toolName: string; from: BreakerState; to: BreakerState };
+/** Told about the transitions one call causes. Never kept past that call: it may reach the call's turn. */
+type TransitionObserver = ((transition: BreakerTransition) => void) | undefined;
 
 export class CircuitBreaker {
   private current: BreakerState = "closed";
@@ -29,8 +31,6 @@ export class CircuitBreaker {
   private probeSuccesses = 0;
   private probeInFlight = false;
   private openedAt = 0;
-  /** Told about the transitions of the operation in progress. */
-  private observer: ((transition: BreakerTransition) => void) | undefined;
 
   constructor(
     readonly toolName: string,
@@ -50,10 +50,9 @@ export class CircuitBreaker {
    * Asks to make a call; an admitted call must be released exactly once. Transitions caused by this
    * call (on admission or on release) are reported to `observer`, so they can be traced to it.
    */
-  admit(observer?: (transition: BreakerTransition) => void): Admission {
-    this.observer = observer;
+  admit(observer?: TransitionObserver): Admission {
     const state = this.state;
-    if (state !== this.current) this.move(state);
+    if (state !== this.current) this.move(state, observer);
     if (state === "open") {
       return { admitted: false, state, retryAfterMs: this.openedAt + this.settings.openMs - this.now() };
     }
@@ -65,41 +64,42 @@ export class CircuitBreaker {
     return { admitted: true, probe: false, release: this.releaser(false, observer) };
   }
 
-  private releaser(probe: boolean, observer: ((transition: BreakerTransition) => void) | undefined) {
+  private releaser(probe: boolean, observer: TransitionObserver) {
     let released = false;
     return (result: CallResult) => {
       if (released) return;
       released = true;
-      this.observer = observer;
       if (probe) this.probeInFlight = false;
       if (result === "ignored") return;
-      if (result === "success") this.onSuccess(probe);
-      else this.onFailure(probe);
+      if (result === "success") this.onSuccess(probe, observer);
+      else this.onFailure(probe, observer);
     };
   }
 
-  private onSuccess(probe: boolean): void {
+  private onSuccess(probe: boolean, observer: TransitionObserver): void {
     this.consecutiveFailures = 0;
     if (!probe || this.current !== "half_open") return;
     this.probeSuccesses++;
-    if (this.probeSuccesses >= this.settings.halfOpenSuccesses) this.move("closed");
+    if (this.probeSuccesses >= this.settings.halfOpenSuccesses) this.move("closed", observer);
   }
 
-  private onFailure(probe: boolean): void {
+  private onFailure(probe: boolean, observer: TransitionObserver): void {
     if (probe && this.current === "half_open") {
-      this.open();
+      this.open(observer);
       return;
     }
     this.consecutiveFailures++;
-    if (this.current === "closed" && this.consecutiveFailures >= this.settings.failureThreshold) this.open();
+    if (this.current === "closed" && this.consecutiveFailures >= this.settings.failureThreshold) {
+      this.open(observer);
+    }
   }
 
-  private open(): void {
+  private open(observer: TransitionObserver): void {
     this.openedAt = this.now();
-    this.move("open");
+    this.move("open", observer);
   }
 
-  private move(to: BreakerState): void {
+  private move(to: BreakerState, observer: TransitionObserver): void {
     const from = this.current;
     if (from === to) return;
     this.current = to;
@@ -107,7 +107,7 @@ export class CircuitBreaker {
     this.probeSuccesses = 0;
     const transition = { toolName: this.toolName, from, to };
     this.onTransition(transition);
-    this.observer?.(transition);
+    observer?.(transition);
   }
 }
 
