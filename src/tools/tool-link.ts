@@ -35,28 +35,54 @@ export type ContextFacts = Omit<ToolContext, "heartbeat" | "services" | "signal"
 
 /** A tool's context whose heartbeat and services go through the link (and go quiet once it is cut). */
 export function linkedContext(facts: ContextFacts, link: ToolLink): ToolContext {
-  const { controller } = facts;
-  // Field by field, not `{ ...facts, … }`: a literal that spreads and then adds properties gets a hidden
-  // class of its own (src/objects.ts); and nothing in `facts` can stand in for the live parts.
-  return {
-    turnId: facts.turnId,
-    sessionId: facts.sessionId,
-    agentId: facts.agentId,
-    callId: facts.callId,
-    toolName: facts.toolName,
-    workspace: facts.workspace,
-    allowedRoots: facts.allowedRoots,
-    depth: facts.depth,
-    // Node makes a controller's signal when it is first read (or aborted), and making one costs a few µs:
-    // a tool that finishes without looking at its signal never has one made
-    get signal() {
-      return controller.signal;
-    },
-    get services() {
-      return link.services;
-    },
-    heartbeat: (message?: string) => link.heartbeat?.(message),
-  };
+  return new LinkedContext(facts, link);
+}
+
+/**
+ * A class, not an object literal: V8 makes a literal with a getter in dictionary mode (about 1 KB per
+ * call, and a hash lookup for every read a tool makes); an instance has fast fields and the getters
+ * sit on the prototype. Destructuring reads them as before.
+ */
+class LinkedContext implements ToolContext {
+  readonly turnId: string;
+  readonly sessionId: string;
+  readonly agentId: string;
+  readonly callId: string;
+  readonly toolName: string;
+  readonly workspace: string | undefined;
+  readonly allowedRoots: readonly string[];
+  readonly depth: number;
+  /** An own function (not a method), so that a tool may pass it on or destructure it. */
+  readonly heartbeat: (message?: string) => void;
+  readonly #controller: AbortController;
+  readonly #link: ToolLink;
+
+  constructor(facts: ContextFacts, link: ToolLink) {
+    // field by field: nothing in `facts` can stand in for the live parts
+    this.turnId = facts.turnId;
+    this.sessionId = facts.sessionId;
+    this.agentId = facts.agentId;
+    this.callId = facts.callId;
+    this.toolName = facts.toolName;
+    this.workspace = facts.workspace;
+    this.allowedRoots = facts.allowedRoots;
+    this.depth = facts.depth;
+    this.heartbeat = (message?: string) => link.heartbeat?.(message);
+    this.#controller = facts.controller;
+    this.#link = link;
+  }
+
+  /**
+   * Node makes a controller's signal when it is first read (or aborted), and making one costs a few µs:
+   * a tool that finishes without looking at its signal never has one made.
+   */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get services(): ToolServices | undefined {
+    return this.#link.services;
+  }
 }
 
 /**

@@ -39,6 +39,17 @@ describe("linkedContext", () => {
     expect(heartbeat).toHaveBeenCalledTimes(1);
   });
 
+  it("gives its signal, services and heartbeat to a tool that destructures its context", () => {
+    const heartbeat = vi.fn();
+    const link: ToolLink = { running: true, zombie: false, services, heartbeat };
+    const { signal, services: given, heartbeat: beat, callId } = linkedContext(facts, link);
+    expect(signal).toBe(facts.controller.signal);
+    expect(given).toBe(services);
+    expect(callId).toBe("call_1");
+    beat("detached");
+    expect(heartbeat).toHaveBeenCalledWith("detached");
+  });
+
   it("keeps its live parts when the facts it is given carry fields of the same names", () => {
     const link: ToolLink = { running: true, zombie: false, services };
     const stale = { services: { stale: true }, heartbeat: () => "stale" };
