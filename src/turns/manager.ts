@@ -109,7 +109,7 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
 
 export class TurnManager {
   /** The tool runner's zombies, listed with the turns they came from. */
-  readonly zombies: ZombieRegistry;
+  private readonly zombies: ZombieRegistry;
   readonly steps: StepController;
   /** The agents turns run as; a session keeps the agent that created it. */
   readonly agents: AgentRegistry;
