@@ -19,7 +19,14 @@ import {
 import { onAbort } from "./abort-fanout.js";
 import type { CallCancellation } from "./call-cancellation.js";
 import type { DeadlineTimers, ScheduledTimer } from "./deadline-timers.js";
-import { cutLink, linkedContext, startTool, type ToolLink } from "./tool-link.js";
+import {
+  cutLink,
+  linkedContext,
+  releaseLink,
+  startTool,
+  type LinkedAttempt,
+  type ToolLink,
+} from "./tool-link.js";
 import type { ZombieRegistry } from "./zombie-registry.js";
 import type {
   ToolCallHooks,
@@ -84,121 +91,54 @@ export function callDecision(call: ToolCallRequest, decision: CallDecision): Dec
 
 /** One attempt under the call's deadlines; settles at the first of completion, expiry or cancel. */
 export function runAttempt(run: CallRun, options: AttemptOptions): Promise<AttemptResult> {
-  const { call, tool, scope, hooks } = run;
-  const { cancellation } = scope;
-  const { timeoutMs, idleTimeoutMs } = run.limits;
-  const record = (decision: CallDecision) =>
-    options.recorder.record(scope.turnId, callDecision(call, decision));
-  return new Promise<AttemptResult>((resolve) => {
-    const controller = new AbortController();
-    let settled = false;
-    /** Once the tool is started: cuts its link when the attempt ends without it. */
-    let cutOnSettle = () => {};
-    let lastMessage: string | null = null;
-    let totalTimer: ScheduledTimer | undefined;
-    let idleTimer: ScheduledTimer | undefined;
-    let progressTimer: ScheduledTimer | undefined;
-    /** Removers of the attempt's cancel callbacks, on the turn's signal and on the call's cancellation. */
-    let stopListeningToTurn = doNothing;
-    let stopListeningToCall = doNothing;
+  return new Promise<AttemptResult>((resolve) => new Attempt(run, options, resolve).start());
+}
 
-    /** Ends the attempt's timers and listeners; true for the first caller only. */
-    const claim = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      totalTimer?.cancel();
-      idleTimer?.cancel();
-      progressTimer?.cancel();
-      stopListeningToTurn();
-      stopListeningToCall();
-      return true;
-    };
-    /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
-    const settle = (result: AttemptResult, fromTool = false) => {
-      if (!claim()) return;
-      // A cooperative tool settles right after its signal aborts; one still running after the grace
-      // period ignored it and is tracked as a zombie until it settles (docs/semantics.md#cancellation).
-      if (!fromTool) cutOnSettle();
-      resolve(result);
-    };
-    /**
-     * A deadline fired: the attempt is over and `tool_timeout` says so at once; stopping the tool and
-     * handing the outcome to the runner follow once every deadline due with this one has been told.
-     */
-    const expire = (kind: "total" | "idle", limitMs: number) => {
-      if (!claim()) return undefined;
-      hooks.onTimeout?.(call, { kind, timeoutMs: limitMs });
-      return () => {
-        const error = withoutStack(() => new ToolTimeoutError(call.name, limitMs, kind));
-        controller.abort(error);
-        record({ kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
-        cutOnSettle();
-        resolve({
-          status: "timeout",
-          isError: true,
-          result: timeoutResult(error),
-          timeout: { kind, timeoutMs: limitMs },
-          error,
-        });
-      };
-    };
-    const armIdle = () => {
-      if (idleTimeoutMs <= 0) return;
-      idleTimer?.cancel();
-      idleTimer = options.timers.schedule(idleTimeoutMs, () => expire("idle", idleTimeoutMs));
-    };
-    const reportProgress = (delayMs: number) => {
-      progressTimer = options.timers.schedule(delayMs, () => {
-        if (settled) return;
-        hooks.onProgress?.(call, { elapsedMs: options.now() - run.startedAt, message: lastMessage });
-        reportProgress(options.progressIntervalMs);
-      });
-    };
-    const onCancel = () => {
-      const byCall = !scope.signal.aborted && cancellation?.isCancelled(call.callId) === true;
-      controller.abort(byCall ? cancellation?.reasonOf(call.callId) : scope.signal.reason);
-      settle(cancelledOutcome(scope, call.callId));
-    };
+/**
+ * The state of one attempt. A class with methods, not a scope of closures: a call makes one object,
+ * and its timers, cancel listeners and tool link call back into it, where closures (a dozen per call)
+ * were most of what a call allocated besides its result. The running tool reaches it only through its
+ * link (`LinkedAttempt`), which is cut when the attempt ends without the tool and released when the tool
+ * settles.
+ */
+class Attempt implements LinkedAttempt {
+  private settled = false;
+  private lastMessage: string | null = null;
+  private totalTimer: ScheduledTimer | undefined;
+  private idleTimer: ScheduledTimer | undefined;
+  private progressTimer: ScheduledTimer | undefined;
+  /** Removers of the attempt's cancel callbacks, on the turn's signal and on the call's cancellation. */
+  private stopListeningToTurn = doNothing;
+  private stopListeningToCall = doNothing;
+  private readonly controller = new AbortController();
+  /** Set when the tool's start is queued (it starts in a microtask, if the attempt is still open). */
+  private link: ToolLink | undefined;
+  /** The one callback for a cancel, by the turn or of this call alone. */
+  private readonly onCancel = () => this.cancel();
 
+  constructor(
+    private readonly run: CallRun,
+    private readonly options: AttemptOptions,
+    private readonly resolve: (result: AttemptResult) => void,
+  ) {}
+
+  start(): void {
+    const { call, scope } = this.run;
+    const { cancellation } = scope;
     // aborted before the listeners would be in place (e.g. by whoever observed tool_start): same outcome
     if (scope.signal.aborted || cancellation?.isCancelled(call.callId)) {
-      onCancel();
+      this.cancel();
       return;
     }
-    stopListeningToTurn = onAbort(scope.signal, onCancel);
-    if (cancellation) stopListeningToCall = cancellation.onCancel(call.callId, onCancel);
-    if (timeoutMs > 0) totalTimer = options.timers.schedule(timeoutMs, () => expire("total", timeoutMs));
-    armIdle();
-    reportProgress(options.progressAfterMs);
+    this.stopListeningToTurn = onAbort(scope.signal, this.onCancel);
+    if (cancellation) this.stopListeningToCall = cancellation.onCancel(call.callId, this.onCancel);
+    const { timeoutMs } = this.run.limits;
+    if (timeoutMs > 0) this.totalTimer = this.options.timers.schedule(timeoutMs, Attempt.expireTotal, this);
+    this.armIdle();
+    this.scheduleProgress(this.options.progressAfterMs);
 
-    const link: ToolLink = {
-      running: false,
-      zombie: false,
-      services: scope.services,
-      heartbeat: (message?: string) => {
-        if (settled) return;
-        if (message !== undefined) lastMessage = message;
-        armIdle();
-      },
-      onValue: (value) =>
-        settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }, true),
-      onError: (error) =>
-        settle(
-          {
-            status: "error",
-            isError: true,
-            result: ownResultOf(error) ?? errorResult(call.name, errorMessage(error) ?? String(error)),
-            error,
-          },
-          true,
-        ),
-    };
-    cutOnSettle = () =>
-      cutLink(
-        link,
-        ZOMBIE_GRACE_MS,
-        zombieBookkeeping(options, { turnId: scope.turnId, toolId: call.callId, toolName: call.name }),
-      );
+    const link: ToolLink = { attempt: this, running: false, zombie: false, services: scope.services };
+    this.link = link;
     const context = linkedContext(
       {
         turnId: scope.turnId,
@@ -209,12 +149,126 @@ export function runAttempt(run: CallRun, options: AttemptOptions): Promise<Attem
         workspace: scope.workspace,
         allowedRoots: scope.allowedRoots,
         depth: scope.depth,
-        controller,
+        controller: this.controller,
       },
       link,
     );
-    startTool(tool, run.input, context, link, () => !settled);
-  });
+    startTool(this.run.tool, this.run.input, context, link);
+  }
+
+  get open(): boolean {
+    return !this.settled;
+  }
+
+  onValue(value: unknown): void {
+    this.settle({ status: "complete", isError: false, result: stringifyToolOutput(value) }, true);
+  }
+
+  onError(error: unknown): void {
+    const result =
+      ownResultOf(error) ?? errorResult(this.run.call.name, errorMessage(error) ?? String(error));
+    this.settle({ status: "error", isError: true, result, error }, true);
+  }
+
+  heartbeat(message?: string): void {
+    if (this.settled) return;
+    if (message !== undefined) this.lastMessage = message;
+    this.armIdle();
+  }
+
+  /** Ends the attempt's timers and listeners; true for the first caller only. */
+  private claim(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.totalTimer?.cancel();
+    this.idleTimer?.cancel();
+    this.progressTimer?.cancel();
+    this.stopListeningToTurn();
+    this.stopListeningToCall();
+    return true;
+  }
+
+  /** `fromTool`: the tool itself returned or threw (as opposed to a deadline or a cancel). */
+  private settle(result: AttemptResult, fromTool: boolean): void {
+    if (!this.claim()) return;
+    // A cooperative tool settles right after its signal aborts; one still running after the grace
+    // period ignored it and is tracked as a zombie until it settles (docs/semantics.md#cancellation).
+    if (!fromTool) this.abandonTool();
+    else if (this.link) releaseLink(this.link);
+    this.resolve(result);
+  }
+
+  private cancel(): void {
+    const { scope, call } = this.run;
+    const { cancellation } = scope;
+    const byCall = !scope.signal.aborted && cancellation?.isCancelled(call.callId) === true;
+    this.controller.abort(byCall ? cancellation?.reasonOf(call.callId) : scope.signal.reason);
+    this.settle(cancelledOutcome(scope, call.callId), false);
+  }
+
+  /**
+   * A deadline fired: the attempt is over and `tool_timeout` says so at once; stopping the tool and
+   * handing the outcome to the runner follow once every deadline due with this one has been told.
+   */
+  private expire(kind: "total" | "idle", limitMs: number): (() => void) | undefined {
+    if (!this.claim()) return undefined;
+    const { call, hooks } = this.run;
+    hooks.onTimeout?.(call, { kind, timeoutMs: limitMs });
+    return () => {
+      const error = withoutStack(() => new ToolTimeoutError(call.name, limitMs, kind));
+      this.controller.abort(error);
+      this.record({ kind: "timeout", timeoutKind: kind, timeoutMs: limitMs });
+      this.abandonTool();
+      this.resolve({
+        status: "timeout",
+        isError: true,
+        result: timeoutResult(error),
+        timeout: { kind, timeoutMs: limitMs },
+        error,
+      });
+    };
+  }
+
+  private static expireTotal(attempt: Attempt) {
+    return attempt.expire("total", attempt.run.limits.timeoutMs);
+  }
+
+  private static expireIdle(attempt: Attempt) {
+    return attempt.expire("idle", attempt.run.limits.idleTimeoutMs);
+  }
+
+  private armIdle(): void {
+    const { idleTimeoutMs } = this.run.limits;
+    if (idleTimeoutMs <= 0) return;
+    this.idleTimer?.cancel();
+    this.idleTimer = this.options.timers.schedule(idleTimeoutMs, Attempt.expireIdle, this);
+  }
+
+  private scheduleProgress(delayMs: number): void {
+    this.progressTimer = this.options.timers.schedule(delayMs, Attempt.reportProgress, this);
+  }
+
+  private static reportProgress(attempt: Attempt): void {
+    if (attempt.settled) return;
+    const { call, hooks, startedAt } = attempt.run;
+    hooks.onProgress?.(call, { elapsedMs: attempt.options.now() - startedAt, message: attempt.lastMessage });
+    attempt.scheduleProgress(attempt.options.progressIntervalMs);
+  }
+
+  /** Cuts the tool's link (once its start was queued), as the attempt ends without it. */
+  private abandonTool(): void {
+    if (!this.link) return;
+    const { scope, call } = this.run;
+    cutLink(
+      this.link,
+      ZOMBIE_GRACE_MS,
+      zombieBookkeeping(this.options, { turnId: scope.turnId, toolId: call.callId, toolName: call.name }),
+    );
+  }
+
+  private record(decision: CallDecision): void {
+    this.options.recorder.record(this.run.scope.turnId, callDecision(this.run.call, decision));
+  }
 }
 
 /**

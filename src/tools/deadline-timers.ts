@@ -6,8 +6,11 @@
  * callback, so the last of a thousand deadlines falling due together was told only after the follow-up
  * work of the 999 others; here all of them are told at once, then the work follows.
  *
- * An entry costs a set insertion, no Node timer; cancelling it (the common case: the call ends first)
- * is a set deletion. The one timer is armed for the earliest entry and cleared when none is left.
+ * An entry costs one object and a set insertion, no Node timer; cancelling it (the common case: the
+ * call ends first) is a set deletion. The one timer is armed for the earliest entry and cleared when none
+ * is left. An entry carries the object its callback is for, so a caller with many timers per call (a
+ * deadline, an idle deadline, progress reports) passes one shared function and itself, not a closure
+ * per timer.
  */
 
 /** How long a burst's follow-ups, with what they set off, may hold one turn of the event loop. */
@@ -22,14 +25,45 @@ const COMPACT_FOLLOW_UPS_AFTER = 1_024;
 /** A scheduled entry; `cancel` is idempotent and harmless once it has fired. */
 export type ScheduledTimer = { cancel(): void };
 
-/** Runs when its entry is due; what it returns runs after every entry due with it has fired. */
-export type TimerCallback = () => (() => void) | void;
+/**
+ * Runs when its entry is due, with the target it was scheduled with; what it returns runs after every
+ * entry due with it has fired.
+ */
+export type TimerCallback<Target = void> = (target: Target) => (() => void) | void;
 
-type Entry = { callback: TimerCallback; done: boolean };
+/**
+ * One scheduled callback with its target. Only `DeadlineTimers.schedule` makes one, and its overloads
+ * pair each callback with a target of the type it takes. `release` is its timers' (shared by all their
+ * entries, so that an entry carries no closure of its own).
+ */
+class TimerEntry implements ScheduledTimer {
+  done = false;
+
+  constructor(
+    private readonly release: (entry: TimerEntry) => void,
+    readonly key: number,
+    private readonly callback: TimerCallback<never>,
+    private readonly target: unknown,
+  ) {}
+
+  cancel(): void {
+    this.release(this);
+  }
+
+  /** Calls the callback; an exception is reported as uncaught, as a throwing timer callback's would be. */
+  fire(): (() => void) | undefined {
+    try {
+      return this.callback(this.target as never) ?? undefined;
+    } catch (error) {
+      reportUncaught(error);
+      return undefined;
+    }
+  }
+}
 
 export class DeadlineTimers {
   /** Entries by the millisecond they are due at. */
-  private readonly due = new Map<number, Set<Entry>>();
+  private readonly due = new Map<number, Set<TimerEntry>>();
   /** The keys of `due` (and keys whose set emptied since), as a binary min-heap. */
   private readonly heap: number[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -51,10 +85,12 @@ export class DeadlineTimers {
     private readonly clockMs: () => number = () => performance.now(),
   ) {}
 
-  /** Runs `callback` once `delayMs` from now, unless cancelled first. */
-  schedule(delayMs: number, callback: TimerCallback): ScheduledTimer {
+  /** Runs `callback` (with `target`, if given) once `delayMs` from now, unless cancelled first. */
+  schedule(delayMs: number, callback: TimerCallback): ScheduledTimer;
+  schedule<Target>(delayMs: number, callback: TimerCallback<Target>, target: Target): ScheduledTimer;
+  schedule(delayMs: number, callback: TimerCallback<never>, target?: unknown): ScheduledTimer {
     const key = Math.ceil(this.current() + Math.max(0, delayMs));
-    const entry: Entry = { callback, done: false };
+    const entry = new TimerEntry(this.release, key, callback, target);
     let entries = this.due.get(key);
     if (!entries) {
       entries = new Set();
@@ -63,7 +99,7 @@ export class DeadlineTimers {
     }
     entries.add(entry);
     if (this.armedFor === undefined || key < this.armedFor) this.arm();
-    return { cancel: () => this.cancel(key, entry) };
+    return entry;
   }
 
   /** How many entries wait. */
@@ -82,15 +118,17 @@ export class DeadlineTimers {
     return Math.max(this.now(), this.firedThrough);
   }
 
-  private cancel(key: number, entry: Entry): void {
+  /** Drops a cancelled entry (what its `cancel` calls). */
+  private readonly release = (entry: TimerEntry): void => {
     if (entry.done) return;
     entry.done = true;
+    const { key } = entry;
     const entries = this.due.get(key);
     if (!entries?.delete(entry) || entries.size > 0) return;
     this.due.delete(key);
     // no timer may keep the process waiting for an entry that no longer exists
     if (this.armedFor === key) this.arm();
-  }
+  };
 
   /** Arms the one timer for the earliest key that still has entries, or clears it when none has. */
   private arm(): void {
@@ -110,7 +148,7 @@ export class DeadlineTimers {
     this.timer = undefined;
     this.armedFor = undefined;
     const now = this.current();
-    const firing: Entry[] = [];
+    const firing: TimerEntry[] = [];
     while (this.heap.length > 0 && (this.heap[0] as number) <= now) {
       const key = popHeap(this.heap) as number;
       const entries = this.due.get(key);
@@ -122,7 +160,7 @@ export class DeadlineTimers {
       // an entry cancelled by another's callback (two of one call, say) stays silent
       if (entry.done) continue;
       entry.done = true;
-      const followUp = guarded(entry.callback);
+      const followUp = entry.fire();
       if (followUp) this.followUps.push(followUp);
     }
     this.arm();
@@ -183,18 +221,21 @@ export class DeadlineTimers {
 }
 
 /**
- * Runs `run`; an exception is reported as uncaught, as a throwing timer callback's would be, without
- * keeping the other entries from running.
+ * Runs a follow-up; an exception is reported as uncaught, as a throwing timer callback's would be,
+ * without keeping the other follow-ups from running.
  */
-function guarded<T>(run: () => T): T | undefined {
+function guarded(run: () => void): void {
   try {
-    return run();
+    run();
   } catch (error) {
-    queueMicrotask(() => {
-      throw error;
-    });
-    return undefined;
+    reportUncaught(error);
   }
+}
+
+function reportUncaught(error: unknown): void {
+  queueMicrotask(() => {
+    throw error;
+  });
 }
 
 function pushHeap(heap: number[], key: number): void {

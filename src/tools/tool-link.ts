@@ -2,19 +2,26 @@
  * The only thread between a running tool and the attempt that started it
  * (docs/semantics.md#isolation-and-limits). A tool that ignores its signal may never settle, and whatever its
  * pending promise and its context can reach stays in memory as long as it runs. So the tool's context and the
- * handlers on its promise reach the attempt only through a `ToolLink`, and when the attempt ends without the
+ * handlers on its promise reach the attempt only through a `ToolLink`. When the attempt ends without the
  * tool the link is cut: the zombie keeps the link and a few strings, not the call's input, the turn or its
- * buffers.
+ * buffers. When the tool settles the link is released the same way, for a tool may keep its context.
  *
  * The functions here are outside the attempt on purpose: a closure keeps its whole enclosing scope
  * alive, and these must keep nothing but the link.
  */
 import type { ToolContext, ToolDefinition, ToolServices } from "./types.js";
 
+/** What a running tool reaches of its attempt, through the link, until the link is cut or released. */
+export interface LinkedAttempt {
+  /** The attempt has not settled: its tool may still start. */
+  readonly open: boolean;
+  onValue(value: unknown): void;
+  onError(error: unknown): void;
+  heartbeat(message?: string): void;
+}
+
 export type ToolLink = {
-  onValue?: (value: unknown) => void;
-  onError?: (error: unknown) => void;
-  heartbeat?: (message?: string) => void;
+  attempt?: LinkedAttempt;
   services?: ToolServices;
   /** The tool has been started and has not settled yet. */
   running: boolean;
@@ -67,7 +74,7 @@ class LinkedContext implements ToolContext {
     this.workspace = facts.workspace;
     this.allowedRoots = facts.allowedRoots;
     this.depth = facts.depth;
-    this.heartbeat = (message?: string) => link.heartbeat?.(message);
+    this.heartbeat = (message?: string) => link.attempt?.heartbeat(message);
     this.#controller = facts.controller;
     this.#link = link;
   }
@@ -87,19 +94,13 @@ class LinkedContext implements ToolContext {
 
 /**
  * Starts the tool in a microtask (a tool that throws synchronously is handled like one that rejects)
- * unless `shouldStart` says no by then; its outcome reaches the attempt through the link.
+ * unless its attempt has settled by then; its outcome reaches the attempt through the link.
  */
-export function startTool(
-  tool: ToolDefinition,
-  input: unknown,
-  context: ToolContext,
-  link: ToolLink,
-  shouldStart: () => boolean,
-): void {
+export function startTool(tool: ToolDefinition, input: unknown, context: ToolContext, link: ToolLink): void {
   // This closure runs once and is dropped; the handlers that stay on the tool's promise for as long
   // as it runs are made by `followTool`, whose scope holds the link alone.
   const started = Promise.resolve().then(() =>
-    shouldStart() ? invoke(tool, input, context, link) : undefined,
+    link.attempt?.open === true ? invoke(tool, input, context, link) : undefined,
   );
   followTool(started, link);
 }
@@ -117,8 +118,8 @@ function invoke(
 function followTool(running: Promise<unknown>, link: ToolLink): void {
   running
     .then(
-      (value) => link.onValue?.(value),
-      (error: unknown) => link.onError?.(error),
+      (value) => link.attempt?.onValue(value),
+      (error: unknown) => link.attempt?.onError(error),
     )
     .finally(() => {
       link.running = false;
@@ -137,14 +138,20 @@ export function cutLink(
   graceMs: number,
   onZombie: (state: "started" | "settled") => void,
 ): void {
-  link.onValue = undefined;
-  link.onError = undefined;
-  link.heartbeat = undefined;
-  link.services = undefined;
+  releaseLink(link);
   if (!link.running) return;
   link.onZombieSettled = () => onZombie("settled");
   link.zombieTimer = setTimeout(() => markZombie(link, onZombie), graceMs);
   link.zombieTimer.unref();
+}
+
+/**
+ * Lets go of the attempt's end of the link once the call has ended: a context a tool keeps after its
+ * call (a cache, a background job) then reaches neither the attempt nor the turn's services.
+ */
+export function releaseLink(link: ToolLink): void {
+  link.attempt = undefined;
+  link.services = undefined;
 }
 
 function markZombie(link: ToolLink, onZombie: (state: "started" | "settled") => void): void {

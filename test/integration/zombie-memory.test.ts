@@ -13,7 +13,7 @@ import { parseConfig } from "../../src/config/index.js";
 import { createMemoryHistoryStore } from "../../src/history/sqlite-store.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { ZOMBIE_GRACE_MS } from "../../src/tools/runner.js";
-import type { ToolDefinition } from "../../src/tools/types.js";
+import type { ToolContext, ToolDefinition } from "../../src/tools/types.js";
 
 setFlagsFromString("--expose-gc");
 const collectGarbage = runInNewContext("gc") as () => void;
@@ -131,5 +131,48 @@ describe("zombies hold no memory", () => {
     collectGarbage();
     collectGarbage();
     expect(turns.map((turn) => turn.deref() === undefined)).toEqual([true, true]);
+  }, 30_000);
+
+  it("a context a tool keeps after its call has returned reaches nothing of the call's turn", async () => {
+    const kept: ToolContext[] = [];
+    const keeper: ToolDefinition = {
+      name: "keeper",
+      description: "keeps its context, as a cache or a background job might",
+      concurrency: "parallel",
+      inputSchema: z.object({}),
+      execute: (_input, context) => {
+        kept.push(context);
+        return Promise.resolve("kept");
+      },
+    };
+    const { config } = parseConfig({ logLevel: "silent" });
+    runtime = createRuntime(config, {
+      logger: pino({ level: "silent" }),
+      store: createMemoryHistoryStore({ cachedSessions: 0 }),
+      tools: [keeper],
+    });
+    const manager = runtime.manager;
+    /** Runs the turn to its end; what is kept of it here is a weak reference and its id. */
+    const keeperTurn = async () => {
+      const run = manager.startTurn({ message: "/tool keeper {}" });
+      expect(await run.done).toMatchObject({ status: "completed" });
+      return { turn: new WeakRef(run), turnId: run.turnId };
+    };
+    const { turn, turnId } = await keeperTurn();
+    expect(kept).toHaveLength(1);
+    const [context] = kept;
+    // its facts stay; its live parts have gone quiet
+    expect(context).toMatchObject({ toolName: "keeper", turnId });
+    expect(context?.services).toBeUndefined();
+    expect(() => context?.heartbeat("later")).not.toThrow();
+    // the turn's last writes and deliveries run in later turns of the event loop; then nothing holds it
+    // (a failed expect would hold the turn itself as its actual value: a plain error names it instead)
+    await vi.waitFor(
+      () => {
+        collectGarbage();
+        if (turn.deref() !== undefined) throw new Error(`turn ${turnId} is still reachable`);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
   }, 30_000);
 });

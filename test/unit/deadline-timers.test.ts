@@ -57,6 +57,23 @@ describe("DeadlineTimers", () => {
     expect(fired).toEqual([]);
   });
 
+  it("calls one shared callback with the target each entry was scheduled for, its follow-up after", async () => {
+    const timers = new DeadlineTimers();
+    const order: string[] = [];
+    const expire = (call: { id: string }) => {
+      order.push(`fired ${call.id}`);
+      return () => void order.push(`followed up ${call.id}`);
+    };
+    timers.schedule(100, expire, { id: "a" });
+    const cancelled = timers.schedule(100, expire, { id: "b" });
+    timers.schedule(100, expire, { id: "c" });
+    cancelled.cancel();
+    await vi.advanceTimersByTimeAsync(99);
+    expect(order).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(order).toEqual(["fired a", "fired c", "followed up a", "followed up c"]);
+  });
+
   it("re-arms for an entry earlier than the one it waits for", async () => {
     const timers = new DeadlineTimers();
     const fired: number[] = [];

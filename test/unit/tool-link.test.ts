@@ -3,7 +3,12 @@
  * link, so they go quiet once the link is cut, and nothing among the facts can stand in for them.
  */
 import { describe, expect, it, vi } from "vitest";
-import { linkedContext, type ContextFacts, type ToolLink } from "../../src/tools/tool-link.js";
+import {
+  linkedContext,
+  type ContextFacts,
+  type LinkedAttempt,
+  type ToolLink,
+} from "../../src/tools/tool-link.js";
 import type { ToolServices } from "../../src/tools/types.js";
 
 const facts: ContextFacts = {
@@ -20,10 +25,15 @@ const facts: ContextFacts = {
 
 const services = { sessionStatus: () => ({}) } as unknown as ToolServices;
 
+/** An attempt at the other end of a link, open, with `heartbeat` as its heartbeat. */
+function attemptWith(heartbeat: (message?: string) => void): LinkedAttempt {
+  return { open: true, onValue: () => {}, onError: () => {}, heartbeat };
+}
+
 describe("linkedContext", () => {
   it("carries the facts and reaches services and heartbeat through the link until it is cut", () => {
     const heartbeat = vi.fn();
-    const link: ToolLink = { running: true, zombie: false, services, heartbeat };
+    const link: ToolLink = { running: true, zombie: false, services, attempt: attemptWith(heartbeat) };
     const context = linkedContext(facts, link);
     const { controller, ...plain } = facts;
     expect(context).toMatchObject(plain);
@@ -33,7 +43,7 @@ describe("linkedContext", () => {
     expect(heartbeat).toHaveBeenCalledWith("half way");
     // cutting the link: what a zombie's context reaches is gone
     delete link.services;
-    delete link.heartbeat;
+    delete link.attempt;
     expect(context.services).toBeUndefined();
     expect(() => context.heartbeat("still here")).not.toThrow();
     expect(heartbeat).toHaveBeenCalledTimes(1);
@@ -41,7 +51,7 @@ describe("linkedContext", () => {
 
   it("gives its signal, services and heartbeat to a tool that destructures its context", () => {
     const heartbeat = vi.fn();
-    const link: ToolLink = { running: true, zombie: false, services, heartbeat };
+    const link: ToolLink = { running: true, zombie: false, services, attempt: attemptWith(heartbeat) };
     const { signal, services: given, heartbeat: beat, callId } = linkedContext(facts, link);
     expect(signal).toBe(facts.controller.signal);
     expect(given).toBe(services);
