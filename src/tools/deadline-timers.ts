@@ -50,14 +50,9 @@ class TimerEntry implements ScheduledTimer {
     this.release(this);
   }
 
-  /** Calls the callback; an exception is reported as uncaught, as a throwing timer callback's would be. */
+  /** Calls the callback (guarded); returns the follow-up it hands back, if any. */
   fire(): (() => void) | undefined {
-    try {
-      return this.callback(this.target as never) ?? undefined;
-    } catch (error) {
-      reportUncaught(error);
-      return undefined;
-    }
+    return guarded(this.callback, this.target as never) ?? undefined;
   }
 }
 
@@ -176,7 +171,7 @@ export class DeadlineTimers {
     const startedAt = this.clockMs();
     const end = Math.min(this.followUps.length, this.nextFollowUp + this.followUpsPerSlice);
     while (this.nextFollowUp < end) {
-      guarded(this.followUps[this.nextFollowUp++] as () => void);
+      guarded(this.followUps[this.nextFollowUp++] as () => void, undefined);
       if (this.clockMs() - startedAt >= FOLLOW_UP_SLICE_MS) break;
     }
     if (this.nextFollowUp >= this.followUps.length) {
@@ -221,21 +216,21 @@ export class DeadlineTimers {
 }
 
 /**
- * Runs a follow-up; an exception is reported as uncaught, as a throwing timer callback's would be,
- * without keeping the other follow-ups from running.
+ * Runs `run(argument)` (an entry's callback, a follow-up); an exception is reported as uncaught, as a
+ * throwing timer callback's would be, without keeping the other entries or follow-ups from running.
  */
-function guarded(run: () => void): void {
+function guarded<Argument, Result>(
+  run: (argument: Argument) => Result,
+  argument: Argument,
+): Result | undefined {
   try {
-    run();
+    return run(argument);
   } catch (error) {
-    reportUncaught(error);
+    queueMicrotask(() => {
+      throw error;
+    });
+    return undefined;
   }
-}
-
-function reportUncaught(error: unknown): void {
-  queueMicrotask(() => {
-    throw error;
-  });
 }
 
 function pushHeap(heap: number[], key: number): void {

@@ -74,6 +74,32 @@ describe("DeadlineTimers", () => {
     expect(order).toEqual(["fired a", "fired c", "followed up a", "followed up c"]);
   });
 
+  it("reports a throwing callback or follow-up as uncaught and still runs the others", async () => {
+    const timers = new DeadlineTimers();
+    const reported: (() => void)[] = [];
+    // the report is a microtask that throws, as an uncaught exception of a timer callback would be
+    const microtasks = vi.spyOn(globalThis, "queueMicrotask").mockImplementation((task) => {
+      reported.push(task);
+    });
+    const order: string[] = [];
+    timers.schedule(10, () => {
+      throw new Error("callback failed");
+    });
+    timers.schedule(10, () => () => {
+      throw new Error("follow-up failed");
+    });
+    timers.schedule(10, () => {
+      order.push("fired");
+      return () => void order.push("followed up");
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    microtasks.mockRestore();
+    expect(order).toEqual(["fired", "followed up"]);
+    expect(reported).toHaveLength(2);
+    expect(reported[0]).toThrow("callback failed");
+    expect(reported[1]).toThrow("follow-up failed");
+  });
+
   it("re-arms for an entry earlier than the one it waits for", async () => {
     const timers = new DeadlineTimers();
     const fired: number[] = [];
