@@ -1,9 +1,13 @@
 /**
  * Abort latency over HTTP: sequential turns of `/tool hang {}`; after each one's `tool_start`, a
  * `POST /api/turns/:id/abort`, timed to the `turn_abort` on the stream and to the HTTP response. Every
- * turn is checked: abort reason `user` and one cancelled result for the hanging call.
+ * turn is checked: abort reason `user` and one cancelled result for the hanging call. Measured on the
+ * fresh server (cold) and again after it has run WARMUP_ECHO_TURNS echo turns (warm; see
+ * throughput.ts). The bench client is a Node process too: the samples its own garbage collector
+ * paused are counted, since that pause is in the figure and not the server's doing.
  */
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, performance } from "node:perf_hooks";
+import { runEchoTurns } from "./echo-turns.js";
 import {
   EventStream,
   formatSummaryMs,
@@ -18,21 +22,63 @@ const ABORT_SAMPLES = 200;
 const ABORT_WARMUP_TURNS = 10;
 const EVENT_WAIT_LIMIT_MS = 10_000;
 const REQUEST_LIMIT_MS = 10_000;
+const WARMUP_ECHO_TURNS = 2_000;
+const WARMUP_CONCURRENCY = 8;
+
+/** A pause of this process's garbage collector, in `performance.now()` time. */
+type Pause = { startMs: number; endMs: number };
 
 export async function measureAbortLatency(server: BenchServer, print: Print, section: number): Promise<void> {
   print(
     `${section}. Abort latency — ${ABORT_SAMPLES} sequential turns of \`/tool hang {}\`; after its tool_start, POST /api/turns/:id/abort`,
   );
+  print(
+    `   cold: the fresh server (after ${ABORT_WARMUP_TURNS} warm-up aborts); ` +
+      `warm: after ${WARMUP_ECHO_TURNS} echo turns at concurrency ${WARMUP_CONCURRENCY}`,
+  );
+  const pauses: Pause[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
+    }
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  try {
+    await measurePhase(server.baseUrl, "cold", pauses, print);
+    await runEchoTurns(server.baseUrl, WARMUP_ECHO_TURNS, WARMUP_CONCURRENCY);
+    await measurePhase(server.baseUrl, "warm", pauses, print);
+  } finally {
+    observer.disconnect();
+  }
+}
+
+async function measurePhase(baseUrl: string, phase: string, pauses: Pause[], print: Print): Promise<void> {
   const toTurnAbort: number[] = [];
   const toResponse: number[] = [];
+  const windows: Pause[] = [];
   for (let index = 0; index < ABORT_WARMUP_TURNS + ABORT_SAMPLES; index++) {
-    const sample = await abortOneTurn(server.baseUrl, index);
+    const sample = await abortOneTurn(baseUrl, index);
     if (index < ABORT_WARMUP_TURNS) continue;
     toTurnAbort.push(sample.toTurnAbortMs);
     toResponse.push(sample.toResponseMs);
+    windows.push({ startMs: sample.sentAtMs, endMs: sample.sentAtMs + sample.toTurnAbortMs });
   }
-  print(formatSummaryMs("abort sent → turn_abort received on stream", summarize(toTurnAbort)));
-  print(formatSummaryMs("abort sent → HTTP 200 response received", summarize(toResponse)));
+  // the observer hears of a pause a little after it: one more turn of the event loop
+  await new Promise((resolve) => setImmediate(resolve));
+  print(formatSummaryMs(`${phase}: abort sent → turn_abort received on stream`, summarize(toTurnAbort), 52));
+  print(formatSummaryMs(`${phase}: abort sent → HTTP 200 response received`, summarize(toResponse), 52));
+  const paused = windows.flatMap((window) => {
+    const overlapping = pauses.filter(
+      (pause) => pause.startMs < window.endMs && pause.endMs > window.startMs,
+    );
+    return overlapping.length === 0
+      ? []
+      : [Math.max(...overlapping.map((pause) => pause.endMs - pause.startMs))];
+  });
+  print(
+    `    ${paused.length} of ${windows.length} turn_abort samples overlap a garbage-collection pause of the bench client itself` +
+      (paused.length === 0 ? "" : ` (longest ${Math.max(...paused).toFixed(1)} ms)`),
+  );
 }
 
 async function abortOneTurn(baseUrl: string, index: number) {
@@ -83,6 +129,7 @@ async function abortOneTurn(baseUrl: string, index: number) {
     );
   }
   return {
+    sentAtMs,
     toTurnAbortMs: turnAbort.receivedAtMs - sentAtMs,
     toResponseMs: response.respondedAtMs - sentAtMs,
   };

@@ -2,41 +2,42 @@
  * Scripted one-tool turns per second over HTTP (`/tool echo {"text":"x"}`, each streamed to its end),
  * side by side with a bare Hono SSE endpoint in its own process that streams the same events per
  * request (bench/hono-baseline.ts). The same client code drives both and checks every response:
- * `turn_start` … `turn_complete` with the echo's completed result. Each reins concurrency level gets
- * its own fresh server; the baseline serves both levels.
+ * `turn_start` … `turn_complete` with the echo's completed result. Each concurrency level gets a fresh
+ * process of each server, measured twice: from cold (its first turns, while V8 is still compiling the
+ * code they run) and warm (after the same number of further turns on both servers). A fresh reins
+ * process reaches its steady rate only after a few thousand turns — it runs far more JavaScript per turn
+ * than the baseline, and V8 optimizes a function only once it has run enough — so the cold rate mostly
+ * measures compilation, and the warm one is what a server that has been up a while serves.
  */
 import { performance } from "node:perf_hooks";
 import type { TurnEvent } from "../src/events.js";
+import { ECHO_MESSAGE, TURNS_PER_SESSION, runEchoTurns } from "./echo-turns.js";
 import { startHonoBaseline } from "./hono-baseline-process.js";
-import {
-  EventStream,
-  ownCpuTimeMs,
-  summarize,
-  withTimeout,
-  type BenchServer,
-  type Print,
-  type Summary,
-} from "./lib.js";
+import { ownCpuTimeMs, summarize, type BenchServer, type Print, type Summary } from "./lib.js";
 
 const THROUGHPUT_TURNS = 1_000;
 const THROUGHPUT_CONCURRENCY_LEVELS = [1, 8] as const;
 const THROUGHPUT_WARMUP_TURNS = 25;
-/** Each worker continues its own session for this many turns, then starts a new one. */
-const TURNS_PER_SESSION = 25;
-const ECHO_MESSAGE = '/tool echo {"text":"x"}';
-const EVENT_WAIT_LIMIT_MS = 10_000;
-const REQUEST_LIMIT_MS = 10_000;
+/** Turns run between the cold and the warm measurement, at the level's concurrency, on both servers. */
+const STEADY_WARMUP_TURNS = 2_000;
 
-type ThroughputResult = {
+type PhaseResult = {
   turnsPerSecond: number;
   elapsedMs: number;
   latency: Summary;
   /** Server and client CPU over the run, as a share of one core (`66%`). */
   serverCpu: string;
   clientCpu: string;
+};
+type ThroughputResult = {
+  /** The first THROUGHPUT_TURNS turns of a fresh process (after THROUGHPUT_WARMUP_TURNS). */
+  cold: PhaseResult;
+  /** THROUGHPUT_TURNS turns after STEADY_WARMUP_TURNS more. */
+  warm: PhaseResult;
   /** The events of the last warm-up turn, as the client received them. */
   sampleEvents: TurnEvent[];
 };
+const PHASES = ["cold", "warm"] as const;
 
 /** Runs a measurement against a fresh reins server started with `environment`, then stops it. */
 export type WithReinsServer = (
@@ -55,8 +56,12 @@ export async function measureThroughput(
       `against a bare Hono SSE endpoint streaming the same events`,
   );
   print(
-    `   (one session per worker, renewed every ${TURNS_PER_SESSION} turns; ${THROUGHPUT_WARMUP_TURNS} warm-up turns first; ` +
-      `latency = request sent → last event received; the same client code and checks for both)`,
+    `   (one session per worker, renewed every ${TURNS_PER_SESSION} turns; latency = request sent → last event received; ` +
+      `the same client code and checks for both; a fresh process of each server per concurrency level)`,
+  );
+  print(
+    `   cold: the ${THROUGHPUT_TURNS} turns after ${THROUGHPUT_WARMUP_TURNS} warm-up turns; ` +
+      `warm: ${THROUGHPUT_TURNS} turns after ${STEADY_WARMUP_TURNS} more at the same concurrency (V8 has optimized the code they run)`,
   );
   const reins = new Map<number, ThroughputResult>();
   for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
@@ -72,30 +77,32 @@ export async function measureThroughput(
   );
 
   const baseline = new Map<number, ThroughputResult>();
-  const honoServer = await startHonoBaseline("hono baseline", sampleEvents);
-  let honoStopNote: string;
-  try {
-    for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
-      baseline.set(concurrency, await measureTurnsPerSecond(honoServer, concurrency));
-    }
-  } finally {
-    honoStopNote = await honoServer.stop();
-  }
+  const honoStopNotes: string[] = [];
   for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
-    const reinsResult = reins.get(concurrency);
-    const honoResult = baseline.get(concurrency);
-    if (!reinsResult || !honoResult) throw new Error(`throughput c=${concurrency}: missing result`);
-    print(formatRow("reins", concurrency, reinsResult));
-    print(formatRow("Hono streamSSE", concurrency, honoResult));
-    print(
-      `    ${"".padEnd(16)} reins / Hono: ${(reinsResult.turnsPerSecond / honoResult.turnsPerSecond).toFixed(3)}× the rate ` +
-        `(Hono serves ${(honoResult.turnsPerSecond / reinsResult.turnsPerSecond).toFixed(1)}× as many)`,
-    );
+    const honoServer = await startHonoBaseline(`hono baseline c=${concurrency}`, sampleEvents);
+    try {
+      baseline.set(concurrency, await measureTurnsPerSecond(honoServer, concurrency));
+    } finally {
+      honoStopNotes.push(`c=${concurrency}: ${await honoServer.stop()}`);
+    }
   }
-  print(`   (Hono baseline process stopped: ${honoStopNote})`);
+  for (const phase of PHASES) {
+    for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
+      const reinsResult = reins.get(concurrency)?.[phase];
+      const honoResult = baseline.get(concurrency)?.[phase];
+      if (!reinsResult || !honoResult) throw new Error(`throughput c=${concurrency}: missing result`);
+      print(formatRow(`reins ${phase}`, concurrency, reinsResult));
+      print(formatRow(`Hono ${phase}`, concurrency, honoResult));
+      print(
+        `    ${"".padEnd(16)} reins / Hono: ${(reinsResult.turnsPerSecond / honoResult.turnsPerSecond).toFixed(3)}× the rate ` +
+          `(Hono serves ${(honoResult.turnsPerSecond / reinsResult.turnsPerSecond).toFixed(1)}× as many)`,
+      );
+    }
+  }
+  print(`   (Hono baseline processes stopped: ${honoStopNotes.join("; ")})`);
 }
 
-function formatRow(label: string, concurrency: number, result: ThroughputResult): string {
+function formatRow(label: string, concurrency: number, result: PhaseResult): string {
   const { latency } = result;
   return (
     `  ${label.padEnd(15)} c=${String(concurrency).padEnd(2)} ${result.turnsPerSecond.toFixed(1).padStart(8)} turns/s` +
@@ -111,11 +118,19 @@ function sseFrame(event: TurnEvent): string {
 }
 
 async function measureTurnsPerSecond(server: BenchServer, concurrency: number): Promise<ThroughputResult> {
-  const warmup = await runTurns(server.baseUrl, THROUGHPUT_WARMUP_TURNS, 1);
+  const warmup = await runEchoTurns(server.baseUrl, THROUGHPUT_WARMUP_TURNS, 1);
+  const cold = await measurePhase(server, concurrency);
+  await runEchoTurns(server.baseUrl, STEADY_WARMUP_TURNS, concurrency);
+  const warm = await measurePhase(server, concurrency);
+  return { cold, warm, sampleEvents: warmup.lastEvents };
+}
+
+/** THROUGHPUT_TURNS turns at `concurrency`: their rate, latency and CPU. */
+async function measurePhase(server: BenchServer, concurrency: number): Promise<PhaseResult> {
   const serverCpuBeforeMs = server.cpuTimeMs();
   const clientCpuBeforeMs = ownCpuTimeMs();
   const startedAtMs = performance.now();
-  const { latencies } = await runTurns(server.baseUrl, THROUGHPUT_TURNS, concurrency);
+  const { latencies } = await runEchoTurns(server.baseUrl, THROUGHPUT_TURNS, concurrency);
   const elapsedMs = performance.now() - startedAtMs;
   const serverCpuAfterMs = server.cpuTimeMs();
   const clientCpuMs = ownCpuTimeMs() - clientCpuBeforeMs;
@@ -129,51 +144,5 @@ async function measureTurnsPerSecond(server: BenchServer, concurrency: number): 
         ? "n/a"
         : percentOfOneCore(serverCpuAfterMs - serverCpuBeforeMs),
     clientCpu: percentOfOneCore(clientCpuMs),
-    sampleEvents: warmup.lastEvents,
   };
-}
-
-/** Runs `turnCount` echo turns with `concurrency` workers; each turn's latency in ms, the last turn's events. */
-async function runTurns(
-  baseUrl: string,
-  turnCount: number,
-  concurrency: number,
-): Promise<{ latencies: number[]; lastEvents: TurnEvent[] }> {
-  const latencies: number[] = [];
-  let lastEvents: TurnEvent[] = [];
-  let claimed = 0;
-  const worker = async () => {
-    let sessionId: string | undefined;
-    let turnsInSession = 0;
-    while (claimed < turnCount) {
-      const index = claimed++;
-      if (turnsInSession === TURNS_PER_SESSION) {
-        sessionId = undefined;
-        turnsInSession = 0;
-      }
-      const label = `echo turn ${index}`;
-      const sentAtMs = performance.now();
-      const stream = await withTimeout(
-        EventStream.startTurn(baseUrl, { message: ECHO_MESSAGE, ...(sessionId ? { sessionId } : {}) }),
-        REQUEST_LIMIT_MS,
-        label,
-      );
-      const events = await stream.untilEnd(EVENT_WAIT_LIMIT_MS, label);
-      const start = events[0]?.event;
-      const terminal = events.at(-1);
-      const result = events.find(({ event }) => event.type === "tool_result")?.event;
-      if (start?.type !== "turn_start" || terminal?.event.type !== "turn_complete") {
-        throw new Error(`${label}: expected turn_start … turn_complete; got ${stream.typeList()}`);
-      }
-      if (result?.type !== "tool_result" || result.status !== "complete" || !result.result.includes("x")) {
-        throw new Error(`${label}: echo did not complete: ${JSON.stringify(result)}`);
-      }
-      sessionId = start.sessionId;
-      turnsInSession++;
-      latencies.push(terminal.receivedAtMs - sentAtMs);
-      lastEvents = events.map(({ event }) => event);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return { latencies, lastEvents };
 }
