@@ -2,14 +2,16 @@
  * Abort latency over HTTP: sequential turns of `/tool hang {}`; after each one's `tool_start`, a
  * `POST /api/turns/:id/abort`, timed to the `turn_abort` on the stream and to the HTTP response. Every
  * turn is checked: abort reason `user` and one cancelled result for the hanging call. Measured on the
- * fresh server (cold) and again after it has run WARMUP_ECHO_TURNS echo turns (warm; see
- * throughput.ts). The bench client is a Node process too: the samples its own garbage collector
- * paused are counted, since that pause is in the figure and not the server's doing.
+ * fresh server (cold), then again after it has also run WARMUP_TURNS echo turns (warm; see
+ * throughput.ts). The bench client is a Node process too: the samples one of its own garbage
+ * collections overlapped are counted, since that pause is in the figure and not the server's doing.
  */
 import { PerformanceObserver, performance } from "node:perf_hooks";
-import { runEchoTurns } from "./echo-turns.js";
+import { WARMUP_TURNS, runEchoTurns } from "./echo-turns.js";
 import {
+  EVENT_WAIT_LIMIT_MS,
   EventStream,
+  REQUEST_LIMIT_MS,
   formatSummaryMs,
   isEventOfType,
   summarize,
@@ -20,9 +22,6 @@ import {
 
 const ABORT_SAMPLES = 200;
 const ABORT_WARMUP_TURNS = 10;
-const EVENT_WAIT_LIMIT_MS = 10_000;
-const REQUEST_LIMIT_MS = 10_000;
-const WARMUP_ECHO_TURNS = 2_000;
 const WARMUP_CONCURRENCY = 8;
 
 /** A pause of this process's garbage collector, in `performance.now()` time. */
@@ -34,7 +33,7 @@ export async function measureAbortLatency(server: BenchServer, print: Print, sec
   );
   print(
     `   cold: the fresh server (after ${ABORT_WARMUP_TURNS} warm-up aborts); ` +
-      `warm: after ${WARMUP_ECHO_TURNS} echo turns at concurrency ${WARMUP_CONCURRENCY}`,
+      `warm: after those turns and ${WARMUP_TURNS} echo turns at concurrency ${WARMUP_CONCURRENCY}`,
   );
   const pauses: Pause[] = [];
   const observer = new PerformanceObserver((list) => {
@@ -44,29 +43,44 @@ export async function measureAbortLatency(server: BenchServer, print: Print, sec
   });
   observer.observe({ entryTypes: ["gc"] });
   try {
-    await measurePhase(server.baseUrl, "cold", pauses, print);
-    await runEchoTurns(server.baseUrl, WARMUP_ECHO_TURNS, WARMUP_CONCURRENCY);
-    await measurePhase(server.baseUrl, "warm", pauses, print);
+    await measureAbortPhase(server.baseUrl, "cold", observer, pauses, print);
+    await runEchoTurns(server.baseUrl, WARMUP_TURNS, WARMUP_CONCURRENCY);
+    await measureAbortPhase(server.baseUrl, "warm", observer, pauses, print);
   } finally {
     observer.disconnect();
   }
 }
 
-async function measurePhase(baseUrl: string, phase: string, pauses: Pause[], print: Print): Promise<void> {
+async function measureAbortPhase(
+  baseUrl: string,
+  phase: string,
+  observer: PerformanceObserver,
+  pauses: Pause[],
+  print: Print,
+): Promise<void> {
   const toTurnAbort: number[] = [];
   const toResponse: number[] = [];
   const windows: Pause[] = [];
   for (let index = 0; index < ABORT_WARMUP_TURNS + ABORT_SAMPLES; index++) {
-    const sample = await abortOneTurn(baseUrl, index);
+    const sample = await abortOneTurn(baseUrl, `${phase} abort turn ${index}`);
     if (index < ABORT_WARMUP_TURNS) continue;
     toTurnAbort.push(sample.toTurnAbortMs);
     toResponse.push(sample.toResponseMs);
     windows.push({ startMs: sample.sentAtMs, endMs: sample.sentAtMs + sample.toTurnAbortMs });
   }
-  // the observer hears of a pause a little after it: one more turn of the event loop
+  // Node queues a GC's entry for the observer a turn or two of the event loop after the pause: after
+  // one more turn, whatever has not reached the callback yet is taken from the observer's buffer
   await new Promise((resolve) => setImmediate(resolve));
-  print(formatSummaryMs(`${phase}: abort sent → turn_abort received on stream`, summarize(toTurnAbort), 52));
-  print(formatSummaryMs(`${phase}: abort sent → HTTP 200 response received`, summarize(toResponse), 52));
+  for (const entry of observer.takeRecords()) {
+    pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
+  }
+  const labels = {
+    turnAbort: `${phase}: abort sent → turn_abort received on stream`,
+    response: `${phase}: abort sent → HTTP 200 response received`,
+  };
+  const labelWidth = Math.max(labels.turnAbort.length, labels.response.length) + 2;
+  print(formatSummaryMs(labels.turnAbort, summarize(toTurnAbort), labelWidth));
+  print(formatSummaryMs(labels.response, summarize(toResponse), labelWidth));
   const paused = windows.flatMap((window) => {
     const overlapping = pauses.filter(
       (pause) => pause.startMs < window.endMs && pause.endMs > window.startMs,
@@ -81,8 +95,7 @@ async function measurePhase(baseUrl: string, phase: string, pauses: Pause[], pri
   );
 }
 
-async function abortOneTurn(baseUrl: string, index: number) {
-  const label = `abort turn ${index}`;
+async function abortOneTurn(baseUrl: string, label: string) {
   const stream = await withTimeout(
     EventStream.startTurn(baseUrl, { message: "/tool hang {}" }),
     REQUEST_LIMIT_MS,

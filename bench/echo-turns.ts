@@ -5,13 +5,13 @@
  */
 import { performance } from "node:perf_hooks";
 import type { TurnEvent } from "../src/events.js";
-import { EventStream, withTimeout } from "./lib.js";
+import { EVENT_WAIT_LIMIT_MS, EventStream, REQUEST_LIMIT_MS, withTimeout } from "./lib.js";
 
 /** Each worker continues its own session for this many turns, then starts a new one. */
 export const TURNS_PER_SESSION = 25;
 export const ECHO_MESSAGE = '/tool echo {"text":"x"}';
-const EVENT_WAIT_LIMIT_MS = 10_000;
-const REQUEST_LIMIT_MS = 10_000;
+/** Turns a server (and the bench client) runs before a warm measurement. */
+export const WARMUP_TURNS = 2_000;
 
 /** Runs `turnCount` echo turns with `concurrency` workers; each turn's latency in ms, the last turn's events. */
 export async function runEchoTurns(
@@ -22,10 +22,12 @@ export async function runEchoTurns(
   const latencies: number[] = [];
   let lastEvents: TurnEvent[] = [];
   let claimed = 0;
+  // once a turn fails, the other workers stop taking turns (the run fails with the first error)
+  let failed = false;
   const worker = async () => {
     let sessionId: string | undefined;
     let turnsInSession = 0;
-    while (claimed < turnCount) {
+    while (!failed && claimed < turnCount) {
       const index = claimed++;
       if (turnsInSession === TURNS_PER_SESSION) {
         sessionId = undefined;
@@ -54,6 +56,11 @@ export async function runEchoTurns(
       lastEvents = events.map(({ event }) => event);
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  const guarded = () =>
+    worker().catch((error: unknown) => {
+      failed = true;
+      throw error;
+    });
+  await Promise.all(Array.from({ length: concurrency }, guarded));
   return { latencies, lastEvents };
 }

@@ -12,6 +12,9 @@ import type { TurnEvent } from "../src/events.js";
 import { startServer as startServerProcess, type ServerHandle } from "../test/helpers/server.js";
 
 const SERVER_START_LIMIT_MS = 30_000;
+/** How long a bench request, and a wait for an event on a stream, may take before the run fails. */
+export const REQUEST_LIMIT_MS = 10_000;
+export const EVENT_WAIT_LIMIT_MS = 10_000;
 const SERVER_STOP_GRACE_MS = 12_000;
 const SERVER_KILL_WAIT_MS = 3_000;
 /** Clock ticks per second of `/proc/<pid>/stat` times (USER_HZ, 100 on every mainstream Linux). */
@@ -96,6 +99,9 @@ export async function startServer(label: string, environment: Record<string, str
   } catch (error) {
     throw new Error(`${label} server did not start: ${(error as Error).message}`, { cause: error });
   }
+  // The helper keeps every log line for the tests to read; here the log is drained unread, so that
+  // the bench client does not parse two lines a turn for reins (the baseline logs nothing).
+  handle.child.stdout?.removeAllListeners("data").resume();
   return trackServer(label, {
     baseUrl: handle.baseUrl,
     pid: handle.child.pid,

@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   print("machine");
   for (const line of describeMachine()) print(`  ${line}`);
   print(
-    `  all traffic on 127.0.0.1; one server process (the build, node dist/main.js, as the Docker image runs it; LOG_LEVEL=info) per server section, ` +
+    `  all traffic on 127.0.0.1; fresh server processes (the build, node dist/main.js, as the Docker image runs it; LOG_LEVEL=info) for each server section (section 2: one per server and concurrency level, and one to warm up the client), ` +
       `with ${Object.entries(COMMON_SERVER_ENVIRONMENT)
         .map(([name, value]) => `${name}=${value}`)
         .join(", ")}`,

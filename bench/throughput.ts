@@ -2,24 +2,26 @@
  * Scripted one-tool turns per second over HTTP (`/tool echo {"text":"x"}`, each streamed to its end),
  * side by side with a bare Hono SSE endpoint in its own process that streams the same events per
  * request (bench/hono-baseline.ts). The same client code drives both and checks every response:
- * `turn_start` … `turn_complete` with the echo's completed result. Each concurrency level gets a fresh
- * process of each server, measured twice: from cold (its first turns, while V8 is still compiling the
- * code they run) and warm (after the same number of further turns on both servers). A fresh reins
- * process reaches its steady rate only after a few thousand turns — it runs far more JavaScript per turn
- * than the baseline, and V8 optimizes a function only once it has run enough — so the cold rate mostly
- * measures compilation, and the warm one is what a server that has been up a while serves.
+ * `turn_start` … `turn_complete` with the echo's completed result.
+ *
+ * Each concurrency level gets a fresh process of each server, measured twice: cold (the 1,000 turns
+ * after 25) and warm (1,000 more after WARMUP_TURNS further turns). Both servers speed up as V8
+ * optimizes the code their turns run, reins more and for longer (a few thousand turns): it runs far
+ * more JavaScript per turn. The bench client speeds up the same way, so it is warmed first, on a
+ * throwaway reins process that also records the events the baseline replays; and at each level the
+ * servers take turns going first, so that a change in the machine's load falls on neither alone.
  */
 import { performance } from "node:perf_hooks";
 import type { TurnEvent } from "../src/events.js";
-import { ECHO_MESSAGE, TURNS_PER_SESSION, runEchoTurns } from "./echo-turns.js";
+import { ECHO_MESSAGE, TURNS_PER_SESSION, WARMUP_TURNS, runEchoTurns } from "./echo-turns.js";
 import { startHonoBaseline } from "./hono-baseline-process.js";
 import { ownCpuTimeMs, summarize, type BenchServer, type Print, type Summary } from "./lib.js";
 
 const THROUGHPUT_TURNS = 1_000;
 const THROUGHPUT_CONCURRENCY_LEVELS = [1, 8] as const;
 const THROUGHPUT_WARMUP_TURNS = 25;
-/** Turns run between the cold and the warm measurement, at the level's concurrency, on both servers. */
-const STEADY_WARMUP_TURNS = 2_000;
+/** Concurrency of the bench client's own warm-up. */
+const CLIENT_WARMUP_CONCURRENCY = 8;
 
 type PhaseResult = {
   turnsPerSecond: number;
@@ -32,10 +34,8 @@ type PhaseResult = {
 type ThroughputResult = {
   /** The first THROUGHPUT_TURNS turns of a fresh process (after THROUGHPUT_WARMUP_TURNS). */
   cold: PhaseResult;
-  /** THROUGHPUT_TURNS turns after STEADY_WARMUP_TURNS more. */
+  /** THROUGHPUT_TURNS turns after WARMUP_TURNS more. */
   warm: PhaseResult;
-  /** The events of the last warm-up turn, as the client received them. */
-  sampleEvents: TurnEvent[];
 };
 const PHASES = ["cold", "warm"] as const;
 
@@ -57,40 +57,51 @@ export async function measureThroughput(
   );
   print(
     `   (one session per worker, renewed every ${TURNS_PER_SESSION} turns; latency = request sent → last event received; ` +
-      `the same client code and checks for both; a fresh process of each server per concurrency level)`,
+      `the same client code and checks for both; a fresh process of each server per concurrency level, the servers taking turns to go first)`,
   );
   print(
-    `   cold: the ${THROUGHPUT_TURNS} turns after ${THROUGHPUT_WARMUP_TURNS} warm-up turns; ` +
-      `warm: ${THROUGHPUT_TURNS} turns after ${STEADY_WARMUP_TURNS} more at the same concurrency (V8 has optimized the code they run)`,
+    `   cold: the ${THROUGHPUT_TURNS} turns after ${THROUGHPUT_WARMUP_TURNS}; ` +
+      `warm: ${THROUGHPUT_TURNS} turns after ${WARMUP_TURNS} more at the same concurrency; ` +
+      `the bench client ran ${WARMUP_TURNS} turns on a throwaway reins process first`,
   );
-  const reins = new Map<number, ThroughputResult>();
-  for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
-    await withReinsServer(`throughput c=${concurrency}`, {}, async (server) => {
-      reins.set(concurrency, await measureTurnsPerSecond(server, concurrency));
-    });
-  }
-  const sampleEvents = reins.get(THROUGHPUT_CONCURRENCY_LEVELS[0])?.sampleEvents ?? [];
+  let sampleEvents: TurnEvent[] = [];
+  await withReinsServer("throughput client warm-up", {}, async (server) => {
+    sampleEvents = (await runEchoTurns(server.baseUrl, THROUGHPUT_WARMUP_TURNS, 1)).lastEvents;
+    await runEchoTurns(server.baseUrl, WARMUP_TURNS, CLIENT_WARMUP_CONCURRENCY);
+  });
   const frameBytes = sampleEvents.reduce((total, event) => total + sseFrame(event).length, 0);
   print(
     `   one reins echo turn streams ${sampleEvents.length} events (${sampleEvents.map((event) => event.type).join(", ")}), ` +
       `${frameBytes} bytes of SSE frames; the baseline streams those events with a fresh \`at\` per request`,
   );
 
+  const reins = new Map<number, ThroughputResult>();
   const baseline = new Map<number, ThroughputResult>();
   const honoStopNotes: string[] = [];
-  for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
-    const honoServer = await startHonoBaseline(`hono baseline c=${concurrency}`, sampleEvents);
-    try {
-      baseline.set(concurrency, await measureTurnsPerSecond(honoServer, concurrency));
-    } finally {
-      honoStopNotes.push(`c=${concurrency}: ${await honoServer.stop()}`);
-    }
+  for (const [index, concurrency] of THROUGHPUT_CONCURRENCY_LEVELS.entries()) {
+    const measureReins = () =>
+      withReinsServer(`throughput c=${concurrency}`, {}, async (server) => {
+        reins.set(concurrency, await measureTurnsPerSecond(server, concurrency));
+      });
+    const measureBaseline = async () => {
+      const honoServer = await startHonoBaseline(`hono baseline c=${concurrency}`, sampleEvents);
+      try {
+        baseline.set(concurrency, await measureTurnsPerSecond(honoServer, concurrency));
+      } finally {
+        honoStopNotes.push(`c=${concurrency}: ${await honoServer.stop()}`);
+      }
+    };
+    const [first, second] =
+      index % 2 === 0 ? [measureReins, measureBaseline] : [measureBaseline, measureReins];
+    await first();
+    await second();
   }
   for (const phase of PHASES) {
     for (const concurrency of THROUGHPUT_CONCURRENCY_LEVELS) {
       const reinsResult = reins.get(concurrency)?.[phase];
       const honoResult = baseline.get(concurrency)?.[phase];
-      if (!reinsResult || !honoResult) throw new Error(`throughput c=${concurrency}: missing result`);
+      if (!reinsResult || !honoResult)
+        throw new Error(`throughput ${phase} c=${concurrency}: missing result`);
       print(formatRow(`reins ${phase}`, concurrency, reinsResult));
       print(formatRow(`Hono ${phase}`, concurrency, honoResult));
       print(
@@ -118,11 +129,11 @@ function sseFrame(event: TurnEvent): string {
 }
 
 async function measureTurnsPerSecond(server: BenchServer, concurrency: number): Promise<ThroughputResult> {
-  const warmup = await runEchoTurns(server.baseUrl, THROUGHPUT_WARMUP_TURNS, 1);
+  await runEchoTurns(server.baseUrl, THROUGHPUT_WARMUP_TURNS, 1);
   const cold = await measurePhase(server, concurrency);
-  await runEchoTurns(server.baseUrl, STEADY_WARMUP_TURNS, concurrency);
+  await runEchoTurns(server.baseUrl, WARMUP_TURNS, concurrency);
   const warm = await measurePhase(server, concurrency);
-  return { cold, warm, sampleEvents: warmup.lastEvents };
+  return { cold, warm };
 }
 
 /** THROUGHPUT_TURNS turns at `concurrency`: their rate, latency and CPU. */

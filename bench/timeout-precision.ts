@@ -7,7 +7,9 @@
  * timeout, a `timeout` result, all calls of a round in flight before the first deadline.
  */
 import {
+  EVENT_WAIT_LIMIT_MS,
   EventStream,
+  REQUEST_LIMIT_MS,
   formatSummaryMs,
   summarize,
   withTimeout,
@@ -16,8 +18,6 @@ import {
   type ReceivedEvent,
 } from "./lib.js";
 
-const EVENT_WAIT_LIMIT_MS = 10_000;
-const REQUEST_LIMIT_MS = 10_000;
 /** Each call is a `sleep` far longer than its own `_meta.timeout`, so its deadline always fires first. */
 const CALL_TIMEOUT_MS = 1_000;
 /**
