@@ -6,7 +6,7 @@
  * throughput.ts). The bench client is a Node process too: the samples one of its own garbage
  * collections overlapped are counted, since that pause is in the figure and not the server's doing.
  */
-import { PerformanceObserver, performance } from "node:perf_hooks";
+import { PerformanceObserver, performance, type PerformanceEntry } from "node:perf_hooks";
 import { WARMUP_TURNS, runEchoTurns } from "./echo-turns.js";
 import {
   EVENT_WAIT_LIMIT_MS,
@@ -24,8 +24,46 @@ const ABORT_SAMPLES = 200;
 const ABORT_WARMUP_TURNS = 10;
 const WARMUP_CONCURRENCY = 8;
 
-/** A pause of this process's garbage collector, in `performance.now()` time. */
-type Pause = { startMs: number; endMs: number };
+/** A stretch of `performance.now()` time. */
+type Span = { startMs: number; endMs: number };
+
+/** The garbage-collection pauses of this process (the bench client) while it is observed. */
+class ClientGcPauses {
+  private readonly pauses: Span[] = [];
+  private readonly observer = new PerformanceObserver((list) => this.add(list.getEntries()));
+
+  constructor() {
+    this.observer.observe({ entryTypes: ["gc"] });
+  }
+
+  /**
+   * The longest pause overlapping each span that any overlaps. Node hands a GC's entry to the observer
+   * a turn or two of the event loop after the pause: after one more turn, what has not reached the
+   * callback yet is taken from the observer's buffer.
+   */
+  async longestOverlapping(spans: readonly Span[]): Promise<number[]> {
+    await new Promise((resolve) => setImmediate(resolve));
+    this.add(this.observer.takeRecords());
+    return spans.flatMap((span) => {
+      const overlapping = this.pauses.filter(
+        (pause) => pause.startMs < span.endMs && pause.endMs > span.startMs,
+      );
+      return overlapping.length === 0
+        ? []
+        : [Math.max(...overlapping.map((pause) => pause.endMs - pause.startMs))];
+    });
+  }
+
+  stop(): void {
+    this.observer.disconnect();
+  }
+
+  private add(entries: readonly PerformanceEntry[]): void {
+    for (const entry of entries) {
+      this.pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
+    }
+  }
+}
 
 export async function measureAbortLatency(server: BenchServer, print: Print, section: number): Promise<void> {
   print(
@@ -35,44 +73,31 @@ export async function measureAbortLatency(server: BenchServer, print: Print, sec
     `   cold: the fresh server (after ${ABORT_WARMUP_TURNS} warm-up aborts); ` +
       `warm: after those turns and ${WARMUP_TURNS} echo turns at concurrency ${WARMUP_CONCURRENCY}`,
   );
-  const pauses: Pause[] = [];
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
-    }
-  });
-  observer.observe({ entryTypes: ["gc"] });
+  const pauses = new ClientGcPauses();
   try {
-    await measureAbortPhase(server.baseUrl, "cold", observer, pauses, print);
+    await measureAbortPhase(server.baseUrl, "cold", pauses, print);
     await runEchoTurns(server.baseUrl, WARMUP_TURNS, WARMUP_CONCURRENCY);
-    await measureAbortPhase(server.baseUrl, "warm", observer, pauses, print);
+    await measureAbortPhase(server.baseUrl, "warm", pauses, print);
   } finally {
-    observer.disconnect();
+    pauses.stop();
   }
 }
 
 async function measureAbortPhase(
   baseUrl: string,
   phase: string,
-  observer: PerformanceObserver,
-  pauses: Pause[],
+  pauses: ClientGcPauses,
   print: Print,
 ): Promise<void> {
   const toTurnAbort: number[] = [];
   const toResponse: number[] = [];
-  const windows: Pause[] = [];
+  const windows: Span[] = [];
   for (let index = 0; index < ABORT_WARMUP_TURNS + ABORT_SAMPLES; index++) {
     const sample = await abortOneTurn(baseUrl, `${phase} abort turn ${index}`);
     if (index < ABORT_WARMUP_TURNS) continue;
     toTurnAbort.push(sample.toTurnAbortMs);
     toResponse.push(sample.toResponseMs);
     windows.push({ startMs: sample.sentAtMs, endMs: sample.sentAtMs + sample.toTurnAbortMs });
-  }
-  // Node queues a GC's entry for the observer a turn or two of the event loop after the pause: after
-  // one more turn, whatever has not reached the callback yet is taken from the observer's buffer
-  await new Promise((resolve) => setImmediate(resolve));
-  for (const entry of observer.takeRecords()) {
-    pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
   }
   const labels = {
     turnAbort: `${phase}: abort sent → turn_abort received on stream`,
@@ -81,14 +106,7 @@ async function measureAbortPhase(
   const labelWidth = Math.max(labels.turnAbort.length, labels.response.length) + 2;
   print(formatSummaryMs(labels.turnAbort, summarize(toTurnAbort), labelWidth));
   print(formatSummaryMs(labels.response, summarize(toResponse), labelWidth));
-  const paused = windows.flatMap((window) => {
-    const overlapping = pauses.filter(
-      (pause) => pause.startMs < window.endMs && pause.endMs > window.startMs,
-    );
-    return overlapping.length === 0
-      ? []
-      : [Math.max(...overlapping.map((pause) => pause.endMs - pause.startMs))];
-  });
+  const paused = await pauses.longestOverlapping(windows);
   print(
     `    ${paused.length} of ${windows.length} turn_abort samples overlap a garbage-collection pause of the bench client itself` +
       (paused.length === 0 ? "" : ` (longest ${Math.max(...paused).toFixed(1)} ms)`),

@@ -13,6 +13,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { TurnEvent } from "../src/events.js";
+import { formatEvent } from "../src/http/sse.js";
 import { ECHO_MESSAGE, TURNS_PER_SESSION, WARMUP_TURNS, runEchoTurns } from "./echo-turns.js";
 import { startHonoBaseline } from "./hono-baseline-process.js";
 import { ownCpuTimeMs, summarize, type BenchServer, type Print, type Summary } from "./lib.js";
@@ -69,7 +70,7 @@ export async function measureThroughput(
     sampleEvents = (await runEchoTurns(server.baseUrl, THROUGHPUT_WARMUP_TURNS, 1)).lastEvents;
     await runEchoTurns(server.baseUrl, WARMUP_TURNS, CLIENT_WARMUP_CONCURRENCY);
   });
-  const frameBytes = sampleEvents.reduce((total, event) => total + sseFrame(event).length, 0);
+  const frameBytes = sampleEvents.reduce((total, event) => total + formatEvent(event).length, 0);
   print(
     `   one reins echo turn streams ${sampleEvents.length} events (${sampleEvents.map((event) => event.type).join(", ")}), ` +
       `${frameBytes} bytes of SSE frames; the baseline streams those events with a fresh \`at\` per request`,
@@ -121,11 +122,6 @@ function formatRow(label: string, concurrency: number, result: PhaseResult): str
     `  latency p50 ${latency.p50.toFixed(2)} ms  p99 ${latency.p99.toFixed(2)} ms  max ${latency.max.toFixed(2)} ms` +
     `  CPU of one core: server ${result.serverCpu}, client ${result.clientCpu}`
   );
-}
-
-/** The SSE frame reins writes for `event` (src/http/sse.ts), for counting bytes. */
-function sseFrame(event: TurnEvent): string {
-  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
 async function measureTurnsPerSecond(server: BenchServer, concurrency: number): Promise<ThroughputResult> {
