@@ -20,6 +20,7 @@ import { OpenAICompatibleEngine } from "./providers/openai-compatible.js";
 import { ScriptedModel } from "./providers/scripted.js";
 import { builtinTools } from "./tools/builtin/index.js";
 import { ToolRegistry } from "./tools/registry.js";
+import { DeadlineTimers } from "./tools/deadline-timers.js";
 import { BreakerRegistry } from "./tools/resilience/circuit-breaker.js";
 import { timeOrderedIds } from "./ids.js";
 import { ToolRunner } from "./tools/runner.js";
@@ -109,11 +110,14 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const logger = options.logger ?? pino({ level: config.logLevel });
   const now = options.now ?? Date.now;
   const generateId = options.generateId ?? timeOrderedIds(now);
+  // the deadlines of every call; a burst's commit slices fire those due between them
+  const deadlines = new DeadlineTimers();
   const store =
     options.store ??
     new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), {
       now,
       onWriteError: (error, detail) => logger.error({ err: error, detail }, "could not persist history"),
+      beforeCommitSlice: () => deadlines.fireOverdue(),
     });
   const { system } = config.tools;
   const processGroups = new ProcessGroups();
@@ -157,7 +161,14 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       progressIntervalMs: config.stream.progressIntervalMs,
       retry: config.resilience.retry,
     },
-    { now, warn: (message) => logger.warn(message), breakers, recorder, random: options.random },
+    {
+      now,
+      warn: (message) => logger.warn(message),
+      breakers,
+      recorder,
+      random: options.random,
+      timers: deadlines,
+    },
   );
   const { zombies } = runner;
   const scheduler = new ToolScheduler(

@@ -86,6 +86,8 @@ export type SqliteStoreOptions = {
   walLimitPages?: number;
   /** File stores: told after each background checkpoint. */
   onCheckpoint?: (report: CheckpointReport) => void;
+  /** Runs before each slice of a burst's writes is committed (see `WriteQueueOptions.beforeSlice`). */
+  beforeCommitSlice?: () => void;
 };
 
 export class SqliteHistoryStore implements HistoryStore {
@@ -148,6 +150,7 @@ export class SqliteHistoryStore implements HistoryStore {
         this.checkpointer?.noteCommit();
       },
       onError: (error, ops) => onWriteError(error, `batch of ${ops.length} writes`),
+      beforeSlice: options.beforeCommitSlice,
     });
     this.removeSession = this.db.transaction((id: string): boolean => {
       statements.deleteSessionEvents.run(id);

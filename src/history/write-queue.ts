@@ -32,6 +32,11 @@ export type WriteQueueOptions<Op> = {
   schedule?: (flush: () => void) => { cancel: () => void };
   /** A monotonic clock in ms, which sizes the slices. */
   now?: () => number;
+  /**
+   * Runs before each slice is committed (not before a `flush()`): the server fires the tool deadlines
+   * due by then (`DeadlineTimers.fireOverdue`), which a burst of slices would otherwise hold up.
+   */
+  beforeSlice?: () => void;
 };
 
 /** Writes after which a batch is committed at the next microtask instead of the end of the tick. */
@@ -141,6 +146,7 @@ export class WriteQueue<Op> {
     const size = Math.max(this.opsPerSlice, this.waiting - MAX_LAG_SLICES * this.opsPerSlice);
     const from = this.committed;
     const end = this.runEndNear(from + size);
+    this.options.beforeSlice?.();
     const startedAt = this.now();
     // an asynchronous commit (the first one, before it is known to be) says nothing about its time
     if (this.commitUpTo(end) === undefined) this.resize(end - from, this.now() - startedAt);

@@ -6,6 +6,11 @@
  * callback, so the last of a thousand deadlines falling due together was told only after the follow-up
  * work of the 999 others; here all of them are told at once, then the work follows.
  *
+ * Node runs the timers phase once per turn of the event loop, so a deadline falling due while a burst's
+ * deferred work fills that turn (follow-ups, commit slices, what they set off) would wait for all of it:
+ * the follow-up shares, and through `fireOverdue` whoever else defers work in slices, fire the entries
+ * due by then between their pieces.
+ *
  * An entry costs one object and a set insertion, no Node timer; cancelling it (the common case: the
  * call ends first) is a set deletion. The one timer is armed for the earliest entry and cleared when none
  * is left. An entry carries the object its callback is for, so a caller with many timers per call (a
@@ -137,12 +142,35 @@ export class DeadlineTimers {
     this.timer = setTimeout(() => this.fireDue(), Math.max(0, next - this.current()));
   }
 
-  /** Fires every due entry, then runs what they handed back, then re-arms. */
+  /**
+   * Fires the entries due by now when the timer has not yet: whoever holds the event loop with
+   * deferred work (a burst's commits, say) calls this between its pieces, so that the deadlines due
+   * meanwhile are told at their millisecond and not after the rest of that turn of the event loop.
+   * What they hand back runs in the follow-up shares. Cheap when nothing is due.
+   */
+  fireOverdue(): void {
+    if (this.fireIfOverdue()) this.scheduleShare();
+  }
+
+  /** Fires the entries due by now, if any; true when it did. */
+  private fireIfOverdue(): boolean {
+    const now = this.now();
+    if (this.heap.length === 0 || (this.heap[0] as number) > now) return false;
+    this.fireEntriesDueBy(now);
+    return true;
+  }
+
+  /** The timer's callback: fires every due entry, then runs what they handed back. */
   private fireDue(): void {
     if (this.armedFor !== undefined) this.firedThrough = Math.max(this.firedThrough, this.armedFor);
     this.timer = undefined;
     this.armedFor = undefined;
-    const now = this.current();
+    this.fireEntriesDueBy(this.current());
+    this.runFollowUps();
+  }
+
+  /** Fires every entry due by `now`, queues what they hand back, and re-arms. */
+  private fireEntriesDueBy(now: number): void {
     const firing: TimerEntry[] = [];
     while (this.heap.length > 0 && (this.heap[0] as number) <= now) {
       const key = popHeap(this.heap) as number;
@@ -159,7 +187,6 @@ export class DeadlineTimers {
       if (followUp) this.followUps.push(followUp);
     }
     this.arm();
-    this.runFollowUps();
   }
 
   /**
@@ -171,6 +198,8 @@ export class DeadlineTimers {
     const startedAt = this.clockMs();
     const end = Math.min(this.followUps.length, this.nextFollowUp + this.followUpsPerSlice);
     while (this.nextFollowUp < end) {
+      // what the follow-ups before this one set off must not hold up a deadline due meanwhile either
+      this.fireIfOverdue();
       guarded(this.followUps[this.nextFollowUp++] as () => void, undefined);
       if (this.clockMs() - startedAt >= FOLLOW_UP_SLICE_MS) break;
     }

@@ -58,6 +58,8 @@ export type RunnerDeps = {
   random?: () => number;
   /** Where zombies are tracked; none: a registry of the runner's own. */
   zombies?: ZombieRegistry;
+  /** Every call's deadlines; none: timers of the runner's own. */
+  timers?: DeadlineTimers;
 };
 
 export { abortReasonOf, ZOMBIE_GRACE_MS, type CallScope } from "./attempt.js";
@@ -85,7 +87,7 @@ export class ToolRunner {
     this.zombies = deps.zombies ?? new ZombieRegistry();
     this.attemptOptions = {
       now: this.now,
-      timers: new DeadlineTimers(),
+      timers: deps.timers ?? new DeadlineTimers(),
       progressAfterMs: settings.progressAfterMs,
       progressIntervalMs: settings.progressIntervalMs,
       recorder: this.recorder,

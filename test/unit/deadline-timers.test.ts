@@ -2,12 +2,15 @@
  * The one timer behind every call's deadlines (src/tools/deadline-timers.ts, docs/semantics.md#timeouts):
  * entries fire at their millisecond and not before, cancelling leaves no Node timer behind, entries
  * due together all fire before any follow-up runs, and follow-ups beyond a slice wait for the event
- * loop while later deadlines still fire between slices. Then the runner: a burst of deadlines tells every
- * `tool_timeout` before the first outcome (a Node timer per call told one, finished it, told the next).
+ * loop while later deadlines still fire between slices — and between the follow-ups of a share, and
+ * (`fireOverdue`) between the slices of a burst's commits, where the Node timer could not. Then the
+ * runner: a burst of deadlines tells every `tool_timeout` before the first outcome (a Node timer per
+ * call told one, finished it, told the next).
  */
 import { setMaxListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { hangTool } from "../../src/tools/builtin/index.js";
+import { WriteQueue } from "../../src/history/write-queue.js";
 import { DeadlineTimers } from "../../src/tools/deadline-timers.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
 import { ToolRunner } from "../../src/tools/runner.js";
@@ -123,27 +126,89 @@ describe("DeadlineTimers", () => {
     expect(order).toEqual(["fire a", "fire b", "follow-up a", "follow-up b"]);
   });
 
-  it("runs follow-ups beyond a slice one slice per turn of the event loop, timers due firing between", async () => {
-    // every follow-up takes a "millisecond" of the slice clock, so one fits in a slice
-    let sliceClockMs = 0;
-    const timers = new DeadlineTimers(Date.now, () => sliceClockMs);
+  /**
+   * Entries a, b and c due in 50 ms, whose follow-ups each do `work`, and one due a millisecond later;
+   * returns the order in which they fire and follow up.
+   */
+  function threeThenOneLater(timers: DeadlineTimers, work: () => void): string[] {
     const order: string[] = [];
     for (const name of ["a", "b", "c"]) {
       timers.schedule(50, () => {
         order.push(`fire ${name}`);
         return () => {
-          sliceClockMs += 1;
+          work();
           order.push(`follow-up ${name}`);
         };
       });
     }
     timers.schedule(51, () => void order.push("fire later"));
+    return order;
+  }
+
+  it("runs follow-ups beyond a slice one slice per turn of the event loop, timers due firing between", async () => {
+    // every follow-up takes a "millisecond" of the slice clock, so one fits in a slice
+    let sliceClockMs = 0;
+    const timers = new DeadlineTimers(Date.now, () => sliceClockMs);
+    const order = threeThenOneLater(timers, () => (sliceClockMs += 1));
 
     await vi.advanceTimersByTimeAsync(50);
     expect(order).toEqual(["fire a", "fire b", "fire c", "follow-up a"]);
+    // the next share starts with the deadline due by then
     await vi.advanceTimersByTimeAsync(1);
-    expect(order.slice(4)).toEqual(["follow-up b", "fire later", "follow-up c"]);
+    expect(order.slice(4)).toEqual(["fire later", "follow-up b"]);
     await vi.advanceTimersByTimeAsync(1);
+    expect(order.slice(6)).toEqual(["follow-up c"]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("fires a deadline that fell due while earlier follow-ups ran before the next follow-up, not after them", async () => {
+    // the follow-ups' work moves the deadline clock on while the (fake) Node timers stand still
+    let workMs = 0;
+    const timers = new DeadlineTimers(
+      () => Date.now() + workMs,
+      () => 0,
+    );
+    const order = threeThenOneLater(timers, () => (workMs += 2));
+
+    await vi.advanceTimersByTimeAsync(50);
+    expect(order).toEqual([
+      "fire a",
+      "fire b",
+      "fire c",
+      "follow-up a",
+      "fire later",
+      "follow-up b",
+      "follow-up c",
+    ]);
+    expect(timers.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("fireOverdue fires what is due by now, re-arms for the rest, and runs the follow-ups in a later share", async () => {
+    let workMs = 0;
+    const timers = new DeadlineTimers(() => Date.now() + workMs);
+    const order: string[] = [];
+    timers.schedule(10, () => {
+      order.push("fire a");
+      return () => void order.push("follow-up a");
+    });
+    timers.schedule(20, () => void order.push("fire b"));
+
+    timers.fireOverdue();
+    expect(order).toEqual([]);
+    // a commit slice took 12 ms while the Node timer for a could not fire
+    workMs = 12;
+    timers.fireOverdue();
+    expect(order).toEqual(["fire a"]);
+    expect(timers.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual(["fire a", "follow-up a"]);
+    // one Node timer, for b, which is due 8 ms on (a fires once)
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(7);
+    expect(order).toEqual(["fire a", "follow-up a"]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(order).toEqual(["fire a", "follow-up a", "fire b"]);
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -275,5 +340,46 @@ describe("a burst of deadlines in the runner", () => {
     // the hung tools' zombie grace timers are all that is left
     await vi.advanceTimersByTimeAsync(60_000);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe("deadlines during a burst of commit slices", () => {
+  it("fire at the slice after they fall due, not once every slice of the burst has committed", async () => {
+    // each slice's commit takes 2 ms by the clocks of the queue and the deadlines; the Node timers
+    // (fake) stand still, as a real timer waits while the event loop runs slice after slice
+    let workMs = 0;
+    const timers = new DeadlineTimers(() => Date.now() + workMs);
+    const committed: number[][] = [];
+    let nextTurn: (() => void) | undefined;
+    const queue = new WriteQueue<number>({
+      commit: (ops) => {
+        committed.push(ops);
+        workMs += 2;
+      },
+      onError: (error) => {
+        throw error;
+      },
+      now: () => workMs,
+      beforeSlice: () => timers.fireOverdue(),
+      // each slice waits for the next turn of the event loop, which the test runs by hand
+      schedule: (flush) => {
+        nextTurn = flush;
+        return { cancel: () => (nextTurn = undefined) };
+      },
+    });
+    let firedAfterSlices: number | undefined;
+    timers.schedule(3, () => void (firedAfterSlices = committed.length));
+    // a burst: 4,000 writes, each its own run (a call's result, its event), in one tick
+    for (let op = 0; op < 4_000; op++) {
+      queue.push(op);
+      await Promise.resolve();
+    }
+    // slice after slice, each in a turn of the event loop, while the (fake) Node timers stand still
+    while (nextTurn) nextTurn();
+    expect(queue.pending).toBe(false);
+    // slices of 2 ms: the deadline was due before the third, and it fired then
+    expect(firedAfterSlices).toBe(2);
+    expect(committed.length).toBeGreaterThan(4);
+    expect(committed.flat()).toHaveLength(4_000);
   });
 });

@@ -174,6 +174,32 @@ describe("the write queue", () => {
     expect(slices.flat()).toHaveLength(1_500 - MAX_LAG_SLICES * MIN_OPS_PER_SLICE);
   });
 
+  it("runs beforeSlice before each slice's commit, and not before a flush()", async () => {
+    const log: string[] = [];
+    let pendingFlush: (() => void) | undefined;
+    const queue = new WriteQueue<number>({
+      commit: (ops) => void log.push(`commit ${ops.length}`),
+      onError: (error) => {
+        throw error;
+      },
+      schedule: (flush) => {
+        pendingFlush = flush;
+        return { cancel: () => (pendingFlush = undefined) };
+      },
+      // every slice looks instant: the slices stay FIRST_OPS_PER_SLICE long
+      now: () => 0,
+      beforeSlice: () => void log.push("before"),
+    });
+    await pushEach(queue, FIRST_OPS_PER_SLICE + 10);
+    while (pendingFlush) pendingFlush();
+    expect(log).toEqual(["before", `commit ${FIRST_OPS_PER_SLICE}`, "before", "commit 10"]);
+
+    log.length = 0;
+    await pushEach(queue, 3);
+    queue.flush();
+    expect(log).toEqual(["commit 3"]);
+  });
+
   it("flush() commits everything queued in one batch, however long the tick's slices would be", () => {
     const { queue, flushScheduled, slices } = timedQueue(0.02);
     let delivered = false;
