@@ -37,6 +37,11 @@ export const DATABASE_FILE = "reins.db";
 
 export type RuntimeOptions = {
   logger?: Logger;
+  /**
+   * The history store; default: the SQLite file in `dataDir`, whose commit slices fire the tool
+   * deadlines due between them. A store passed here does not: deadlines due during a burst of its
+   * commits wait for the rest of that turn of the event loop, as Node's timers do.
+   */
   store?: HistoryStore;
   /** Extra tools beside the built-ins and the enabled system tools. */
   tools?: ToolDefinition[];
@@ -110,7 +115,8 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   const logger = options.logger ?? pino({ level: config.logLevel });
   const now = options.now ?? Date.now;
   const generateId = options.generateId ?? timeOrderedIds(now);
-  // the deadlines of every call; a burst's commit slices fire those due between them
+  // the deadlines of every call; the default store's commit slices fire those due between them
+  // (DeadlineTimers.fireOverdue), which a burst of slices would otherwise hold up
   const deadlines = new DeadlineTimers();
   const store =
     options.store ??

@@ -86,7 +86,10 @@ export type SqliteStoreOptions = {
   walLimitPages?: number;
   /** File stores: told after each background checkpoint. */
   onCheckpoint?: (report: CheckpointReport) => void;
-  /** Runs before each slice of a burst's writes is committed (see `WriteQueueOptions.beforeSlice`). */
+  /**
+   * Runs before each slice of a burst's writes is committed (`WriteQueueOptions.beforeSlice`):
+   * `createRuntime` fires the tool deadlines due by then there.
+   */
   beforeCommitSlice?: () => void;
 };
 

@@ -33,8 +33,9 @@ export type WriteQueueOptions<Op> = {
   /** A monotonic clock in ms, which sizes the slices. */
   now?: () => number;
   /**
-   * Runs before each slice is committed (not before a `flush()`): the server fires the tool deadlines
-   * due by then (`DeadlineTimers.fireOverdue`), which a burst of slices would otherwise hold up.
+   * Runs before each slice of a synchronous `commit` is cut and committed (not before a `flush()`, and
+   * never once commits are asynchronous, which do not hold the event loop): work that must not wait
+   * for a burst's slices to end runs here. It may write, and it may flush.
    */
   beforeSlice?: () => void;
 };
@@ -141,16 +142,19 @@ export class WriteQueue<Op> {
       void this.commitUpTo(this.ops.length);
       return;
     }
+    // first: what it runs may write, or even flush (a read does), so the slice is cut after it
+    this.options.beforeSlice?.();
+    if (!this.pending) return;
     // a slice, or more when the writes waiting would take longer than MAX_LAG_SLICES slices: writes
     // made faster than slices commit them must not pile up
     const size = Math.max(this.opsPerSlice, this.waiting - MAX_LAG_SLICES * this.opsPerSlice);
     const from = this.committed;
     const end = this.runEndNear(from + size);
-    this.options.beforeSlice?.();
     const startedAt = this.now();
     // an asynchronous commit (the first one, before it is known to be) says nothing about its time
     if (this.commitUpTo(end) === undefined) this.resize(end - from, this.now() - startedAt);
-    if (this.pending) this.scheduled = this.schedule(() => this.flushSlice());
+    // (a write made in beforeSlice may have scheduled the next flush already)
+    if (this.pending) this.scheduled ??= this.schedule(() => this.flushSlice());
   }
 
   /**

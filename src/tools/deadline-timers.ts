@@ -7,9 +7,9 @@
  * work of the 999 others; here all of them are told at once, then the work follows.
  *
  * Node runs the timers phase once per turn of the event loop, so a deadline falling due while a burst's
- * deferred work fills that turn (follow-ups, commit slices, what they set off) would wait for all of it:
- * the follow-up shares, and through `fireOverdue` whoever else defers work in slices, fire the entries
- * due by then between their pieces.
+ * deferred work fills that turn (follow-up shares, commit slices, what they set off) would wait for all
+ * of it: the follow-up shares fire the entries due by then before each follow-up, and whoever else
+ * defers work in slices does so through `fireOverdue` before each slice (the server's write queue).
  *
  * An entry costs one object and a set insertion, no Node timer; cancelling it (the common case: the
  * call ends first) is a set deletion. The one timer is armed for the earliest entry and cleared when none
@@ -149,7 +149,7 @@ export class DeadlineTimers {
    * What they hand back runs in the follow-up shares. Cheap when nothing is due.
    */
   fireOverdue(): void {
-    if (this.fireIfOverdue()) this.scheduleShare();
+    if (this.fireIfOverdue() && this.nextFollowUp < this.followUps.length) this.scheduleShare();
   }
 
   /** Fires the entries due by now, if any; true when it did. */
@@ -198,7 +198,8 @@ export class DeadlineTimers {
     const startedAt = this.clockMs();
     const end = Math.min(this.followUps.length, this.nextFollowUp + this.followUpsPerSlice);
     while (this.nextFollowUp < end) {
-      // what the follow-ups before this one set off must not hold up a deadline due meanwhile either
+      // the time the follow-ups before this one took must not hold up a deadline due meanwhile (what
+      // they set off runs after the share: the next share and the commit slices check again)
       this.fireIfOverdue();
       guarded(this.followUps[this.nextFollowUp++] as () => void, undefined);
       if (this.clockMs() - startedAt >= FOLLOW_UP_SLICE_MS) break;

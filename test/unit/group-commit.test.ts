@@ -26,11 +26,16 @@ import { startTurn, storedEvents } from "../support/history-store.js";
 
 /**
  * A queue over `commit` whose end-of-tick flush runs only when the test says so; `now` is its clock
- * (one that never moves unless the commit moves it: every slice looks instant).
+ * (one that never moves unless the commit moves it: every slice looks instant); `beforeSlice`, if
+ * given, is the queue's hook, handed the queue.
  */
-function manualQueue(commit: (ops: number[]) => void | Promise<void>, now: () => number = () => 0) {
+function manualQueue(
+  commit: (ops: number[]) => void | Promise<void>,
+  now: () => number = () => 0,
+  beforeSlice?: (queue: WriteQueue<number>) => void,
+) {
   let pendingFlush: (() => void) | undefined;
-  const queue = new WriteQueue<number>({
+  const queue: WriteQueue<number> = new WriteQueue<number>({
     commit,
     onError: (error) => {
       throw error;
@@ -40,6 +45,7 @@ function manualQueue(commit: (ops: number[]) => void | Promise<void>, now: () =>
       return { cancel: () => (pendingFlush = undefined) };
     },
     now,
+    beforeSlice: beforeSlice && (() => beforeSlice(queue)),
   });
   return { queue, endOfTick: () => pendingFlush?.(), flushScheduled: () => pendingFlush !== undefined };
 }
@@ -176,28 +182,50 @@ describe("the write queue", () => {
 
   it("runs beforeSlice before each slice's commit, and not before a flush()", async () => {
     const log: string[] = [];
-    let pendingFlush: (() => void) | undefined;
-    const queue = new WriteQueue<number>({
-      commit: (ops) => void log.push(`commit ${ops.length}`),
-      onError: (error) => {
-        throw error;
-      },
-      schedule: (flush) => {
-        pendingFlush = flush;
-        return { cancel: () => (pendingFlush = undefined) };
-      },
-      // every slice looks instant: the slices stay FIRST_OPS_PER_SLICE long
-      now: () => 0,
-      beforeSlice: () => void log.push("before"),
-    });
+    // every slice looks instant: the slices stay FIRST_OPS_PER_SLICE long
+    const { queue, endOfTick, flushScheduled } = manualQueue(
+      (ops) => void log.push(`commit ${ops.length}`),
+      () => 0,
+      () => void log.push("before"),
+    );
     await pushEach(queue, FIRST_OPS_PER_SLICE + 10);
-    while (pendingFlush) pendingFlush();
+    while (flushScheduled()) endOfTick();
     expect(log).toEqual(["before", `commit ${FIRST_OPS_PER_SLICE}`, "before", "commit 10"]);
 
     log.length = 0;
     await pushEach(queue, 3);
     queue.flush();
     expect(log).toEqual(["commit 3"]);
+  });
+
+  it("cuts the slice after beforeSlice, which may write and flush: every write commits once, in order", async () => {
+    const batches: number[][] = [];
+    let hookCalls = 0;
+    let writtenBefore = 0;
+    const { queue, endOfTick, flushScheduled } = manualQueue(
+      (ops) => void batches.push(ops),
+      () => 0,
+      // the first time, a deadline's callback writes its event, then something reads (a read flushes)
+      (hooked) => {
+        if (hookCalls++ > 0) return;
+        writtenBefore = batches.flat().length + hooked.waiting;
+        hooked.push(600);
+        hooked.push(601);
+        hooked.flush();
+      },
+    );
+    // (at MAX_OPS_PER_BATCH waiting writes, a slice runs before the rest are written)
+    await pushEach(queue, 600);
+    while (flushScheduled()) endOfTick();
+    expect(hookCalls).toBeGreaterThan(1);
+    expect(batches.flat()).toEqual([
+      ...Array.from({ length: writtenBefore }, (_, op) => op),
+      600,
+      601,
+      ...Array.from({ length: 600 - writtenBefore }, (_, op) => writtenBefore + op),
+    ]);
+    expect(queue.pending).toBe(false);
+    expect(queue.waiting).toBe(0);
   });
 
   it("flush() commits everything queued in one batch, however long the tick's slices would be", () => {
@@ -300,6 +328,41 @@ describe("the event bus over a sliced commit", () => {
     while (pendingFlush) pendingFlush();
     expect(received).toEqual(Array.from({ length: 400 }, (_, index) => index + 1));
     expect(bus.committedSeq).toBe(400);
+  });
+});
+
+describe("the store's commit slices", () => {
+  it("run beforeCommitSlice before each slice of a burst, with the slices before it durable, and not on flush()", async () => {
+    const durableAtHook: number[] = [];
+    const store: SqliteHistoryStore = createMemoryHistoryStore({
+      now: () => 1,
+      beforeCommitSlice: () => durableAtHook.push(storedEvents(store.db, "turn_1").length),
+    });
+    try {
+      startTurn(store);
+      store.flush();
+      const bus = new TurnEventBus("turn_1", store, () => 1);
+      // a burst: each event written by a step of its own, as a thousand results would be
+      for (let index = 0; index < 2 * FIRST_OPS_PER_SLICE + 10; index++) {
+        bus.emit({ type: "text_delta", text: "x" });
+        await Promise.resolve();
+      }
+      while (storedEvents(store.db, "turn_1").length < 2 * FIRST_OPS_PER_SLICE + 10) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      // one call before each slice: none committed before the first, the first slice before the second
+      expect(durableAtHook.length).toBeGreaterThanOrEqual(2);
+      expect(durableAtHook[0]).toBe(0);
+      expect(durableAtHook[1]).toBeGreaterThan(0);
+      expect(durableAtHook).toEqual([...durableAtHook].sort((left, right) => left - right));
+
+      const calls = durableAtHook.length;
+      bus.emit({ type: "text_delta", text: "y" });
+      store.flush();
+      expect(durableAtHook).toHaveLength(calls);
+    } finally {
+      store.close();
+    }
   });
 });
 
