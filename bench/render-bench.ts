@@ -13,6 +13,11 @@
  * `complete` result is replaced by another one ("results lost"). Timed runs render the same block
  * objects again, as a session's renders do; the first (cold) render of each history is reported too.
  *
+ * A second reference shows how much of the goal any renderer has to spend on its output: a direct
+ * pass that builds the same Anthropic messages with nothing else — the winning result of each call
+ * from one Map, no id projection, no checks, no diagnostics, no budget, nothing kept for the next
+ * render. It is not a renderer (it trusts the history it is given); it is the floor under one.
+ *
  * Standalone: `npx tsx bench/render-bench.ts`. `measureRenderer()` is exported for bench/run.ts.
  */
 import { performance } from "node:perf_hooks";
@@ -75,6 +80,8 @@ export type RenderBenchReport = {
   linear: boolean;
   /** Fastest bare pass per size. */
   referenceMs: Record<Size, number>;
+  /** Fastest direct pass per size (the floor under any renderer's output). */
+  floorMs: Record<Size, number>;
   goals: RenderGoalRow[];
   goalsMet: boolean;
 };
@@ -227,12 +234,83 @@ function referencePass(history: readonly HistoryBlock[]): number {
   return ids.size;
 }
 
-function fastestReferenceMs(history: readonly HistoryBlock[], runs: number): number {
-  for (let run = 0; run < WARMUP_RUNS; run++) referencePass(history);
+/**
+ * The direct pass: the Anthropic messages of a history that needs no repair, built as they are met.
+ * A call's winner is its best result (complete, then error or rejected, then a synthetic one; the
+ * first of a rank), a call without one is answered `[INTERRUPTED]`, a result ends the assistant
+ * message of the calls before it, and user text after tool results joins their user message — the same messages, in the same number, as the renderer sends for the
+ * synthetic histories. Returns how many messages it built.
+ */
+function directPass(history: readonly HistoryBlock[]): number {
+  const winners = new Map<string, HistoryBlock & { kind: "tool_response" }>();
+  for (const block of history) {
+    if (block.kind !== "tool_response") continue;
+    const winner = winners.get(block.callId);
+    if (winner === undefined || statusRank(block.status) > statusRank(winner.status)) {
+      winners.set(block.callId, block);
+    }
+  }
+  const messages: { role: "user" | "assistant"; content: Record<string, unknown>[] }[] = [];
+  let content: Record<string, unknown>[] | undefined;
+  let calls: string[] = [];
+  let lastIsResults = false;
+  const close = () => {
+    if (content === undefined) return;
+    messages.push({ role: "assistant", content });
+    content = undefined;
+    lastIsResults = calls.length > 0;
+    if (!lastIsResults) return;
+    messages.push({
+      role: "user",
+      content: calls.map((callId) => ({
+        type: "tool_result",
+        tool_use_id: callId,
+        content: winners.get(callId)?.result ?? "[INTERRUPTED]",
+      })),
+    });
+    calls = [];
+  };
+  for (const block of history) {
+    if (block.kind === "text" && block.role === "user") {
+      close();
+      const part = { type: "text", text: block.text };
+      if (lastIsResults) messages[messages.length - 1]!.content.push(part);
+      else messages.push({ role: "user", content: [part] });
+      lastIsResults = false;
+    } else if (block.kind === "text" || block.kind === "thinking") {
+      if (calls.length > 0) close();
+      content ??= [];
+      content.push(
+        block.kind === "text"
+          ? { type: "text", text: block.text }
+          : { type: "thinking", thinking: block.text, signature: block.signature },
+      );
+    } else if (block.kind === "tool_call") {
+      (content ??= []).push({ type: "tool_use", id: block.callId, name: block.name, input: block.input });
+      calls.push(block.callId);
+    } else if (calls.length > 0) {
+      close(); // a result ends the assistant message of the calls before it
+    }
+  }
+  close();
+  return messages.length;
+}
+
+function statusRank(status: ToolResponseStatus): number {
+  return status === "complete" ? 2 : status === "error" || status === "rejected" ? 1 : 0;
+}
+
+/** The fastest of `runs` timed runs of `pass` over `history`, after the warm-up runs. */
+function fastestPassMs(
+  pass: (history: readonly HistoryBlock[]) => number,
+  history: readonly HistoryBlock[],
+  runs: number,
+): number {
+  for (let run = 0; run < WARMUP_RUNS; run++) pass(history);
   let fastest = Number.POSITIVE_INFINITY;
   for (let run = 0; run < runs; run++) {
     const started = performance.now();
-    referencePass(history);
+    pass(history);
     fastest = Math.min(fastest, performance.now() - started);
   }
   return fastest;
@@ -241,8 +319,18 @@ function fastestReferenceMs(history: readonly HistoryBlock[], runs: number): num
 export function measureRenderer(): RenderBenchReport {
   const histories = new Map(SIZES.map((size) => [size, syntheticHistory(size)]));
   const referenceMs = Object.fromEntries(
-    SIZES.map((size) => [size, fastestReferenceMs(histories.get(size)!, TIMED_RUNS[size] * 2)]),
+    SIZES.map((size) => [size, fastestPassMs(referencePass, histories.get(size)!, TIMED_RUNS[size] * 2)]),
   ) as Record<Size, number>;
+  const floorMs = Object.fromEntries(
+    SIZES.map((size) => [size, fastestPassMs(directPass, histories.get(size)!, TIMED_RUNS[size] * 2)]),
+  ) as Record<Size, number>;
+  for (const [size, history] of histories) {
+    const rendered = renderProviderRequest(history, "anthropic", RENDER_OPTIONS).messages.length;
+    const direct = directPass(history);
+    if (direct !== rendered) {
+      throw new Error(`${size} blocks: the direct pass built ${direct} messages, the renderer ${rendered}`);
+    }
+  }
   const rows: RenderBenchRow[] = [];
   const coldMs = new Map<ProfileName, number>();
   for (const profile of PROFILE_NAMES) {
@@ -288,7 +376,7 @@ export function measureRenderer(): RenderBenchReport {
       goal.oneMoreTurnShare <= GOAL_ONE_MORE_TURN_SHARE &&
       goal.resultsLost === 0,
   );
-  return { rows, ratios, referenceRatio, linear, referenceMs, goals, goalsMet };
+  return { rows, ratios, referenceRatio, linear, referenceMs, floorMs, goals, goalsMet };
 }
 
 export function formatRenderReport(report: RenderBenchReport): string[] {
@@ -318,6 +406,9 @@ export function formatRenderReport(report: RenderBenchReport): string[] {
     `goals: full render ≤ ${GOAL_VS_REFERENCE_100K}× the bare pass at 100k and ≤ ${GOAL_VS_REFERENCE_10K}× at 10k; ` +
       `one more turn ≤ ${GOAL_ONE_MORE_TURN_SHARE * 100} % of a full render; no result lost`,
     `bare pass: ${report.referenceMs[10_000].toFixed(2)} ms at 10k, ${report.referenceMs[100_000].toFixed(2)} ms at 100k`,
+    `direct pass (the same Anthropic messages, no checks, ids, diagnostics or budget): ` +
+      `${report.floorMs[10_000].toFixed(2)} ms at 10k (${(report.floorMs[10_000] / report.referenceMs[10_000]).toFixed(2)}× bare), ` +
+      `${report.floorMs[100_000].toFixed(2)} ms at 100k (${(report.floorMs[100_000] / report.referenceMs[100_000]).toFixed(2)}× bare)`,
     "profile     ×bare 100k   ×bare 10k   cold 100k ms   one more turn ms   share of full   results lost",
     "----------  ----------   ---------   ------------   ----------------   -------------   ------------",
   );
