@@ -139,7 +139,8 @@ export class DeadlineTimers {
     this.timer = undefined;
     this.armedFor = next;
     if (next === undefined) return;
-    this.timer = setTimeout(() => this.fireDue(), Math.max(0, next - this.current()));
+    // whole milliseconds up: Node truncates a fractional delay, which would fire the entry early
+    this.timer = setTimeout(() => this.fireDue(), Math.max(0, Math.ceil(next - this.current())));
   }
 
   /**

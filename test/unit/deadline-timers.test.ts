@@ -46,6 +46,22 @@ describe("DeadlineTimers", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("never fires before its time when it is scheduled partway through a millisecond", async () => {
+    // Node (and the fake clock) truncate a fractional setTimeout delay: the timer armed for an entry
+    // due in 10.5 ms must not go off after 10
+    vi.useRealTimers();
+    vi.useFakeTimers({ now: 0, toFake: ["setTimeout", "clearTimeout", "performance"] });
+    await vi.advanceTimersByTimeAsync(0.5);
+    const timers = new DeadlineTimers(() => performance.now());
+    const scheduledAt = performance.now();
+    let firedAfterMs: number | undefined;
+    timers.schedule(10, () => void (firedAfterMs = performance.now() - scheduledAt));
+    await vi.advanceTimersByTimeAsync(9.5);
+    expect(firedAfterMs).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1.5);
+    expect(firedAfterMs).toBeGreaterThanOrEqual(10);
+  });
+
   it("leaves no Node timer once every entry is cancelled, and a cancelled entry never fires", async () => {
     const timers = new DeadlineTimers();
     const fired: string[] = [];

@@ -606,7 +606,9 @@ describe("TurnManager: disconnect", () => {
       disconnectGraceMs: GRACE_MS,
     });
     follower.dispose();
-    await vi.advanceTimersByTimeAsync(10 * GRACE_MS);
+    // the tool's progress reports fall due 5 and 10 s after it started (the defaults), partway through
+    // a millisecond of the real clock these timers keep: each fires at the next whole one
+    await vi.advanceTimersByTimeAsync(10 * GRACE_MS + 1);
     expect(abortOf()).toBeUndefined();
     expect(runtime.manager.getActiveTurnDetails().map((details) => details.turnId)).toEqual([turn.turnId]);
 
