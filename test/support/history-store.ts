@@ -1,9 +1,55 @@
 /** Store fixtures shared by the history-store tests. */
-import type { Database } from "better-sqlite3";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import BetterSqlite3, { type Database } from "better-sqlite3";
+import { afterEach, beforeEach } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
 import { blocksOfRuns, type BlockRunRow } from "../../src/history/sqlite-rows.js";
-import type { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
+import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
+
+export type DatabaseFile = {
+  /** `reins.db` in this test's own directory. */
+  readonly file: string;
+  /** A store on the file (migrating it), closed after the test. */
+  open(): SqliteHistoryStore;
+  /** A plain connection to the file with foreign keys enforced, closed after the test. */
+  openDatabase(): Database;
+};
+
+/**
+ * A database file of its own for each test of the calling file: a fresh directory before each test,
+ * and after it every store and connection opened on the file is closed and the directory removed.
+ */
+export function databaseFilePerTest(prefix: string): DatabaseFile {
+  let directory = "";
+  const opened: { close(): void }[] = [];
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterEach(() => {
+    for (const handle of opened.splice(0)) handle.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  const database: DatabaseFile = {
+    get file() {
+      return join(directory, "reins.db");
+    },
+    open() {
+      const store = new SqliteHistoryStore(database.file);
+      opened.push(store);
+      return store;
+    },
+    openDatabase() {
+      const db = new BetterSqlite3(database.file);
+      opened.push(db);
+      db.pragma("foreign_keys = ON");
+      return db;
+    },
+  };
+  return database;
+}
 
 /** The blocks the database holds, of one session or of all, read as the store reads them. */
 export function storedBlocks(db: Database, sessionId?: string): HistoryBlock[] {

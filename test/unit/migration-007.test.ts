@@ -4,11 +4,8 @@
  * counted; afterwards a commit stores one row per turn for its blocks and one for its events, and a
  * row that cannot be stored costs only the blocks or events that fail.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import BetterSqlite3, { type Database } from "better-sqlite3";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import BetterSqlite3 from "better-sqlite3";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
 import {
@@ -18,41 +15,17 @@ import {
   writeBatch,
   type WriteOp,
 } from "../../src/history/sqlite-rows.js";
-import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
-import { startTurn, storedBlocks, storedEvents } from "../support/history-store.js";
+import { databaseFilePerTest, startTurn, storedBlocks, storedEvents } from "../support/history-store.js";
 
-let directory: string;
-let file: string;
-const opened: { close(): void }[] = [];
-
-beforeEach(() => {
-  directory = mkdtempSync(join(tmpdir(), "reins-migration-007-"));
-  file = join(directory, "reins.db");
-});
-afterEach(() => {
-  for (const handle of opened.splice(0)) handle.close();
-  rmSync(directory, { recursive: true, force: true });
-});
-
-function open(): SqliteHistoryStore {
-  const store = new SqliteHistoryStore(file);
-  opened.push(store);
-  return store;
-}
-
-function openDatabase(): Database {
-  const db = new BetterSqlite3(file);
-  opened.push(db);
-  db.pragma("foreign_keys = ON");
-  return db;
-}
+const database = databaseFilePerTest("reins-migration-007-");
+const { open, openDatabase } = database;
 
 /**
  * A schema-version-6 database: session ses_a with an ended turn (text, thinking, two calls and their
  * results, one of them stored before the other) and a running one whose call has no result yet.
  */
 function writeVersion6Database(): void {
-  const db = new BetterSqlite3(file);
+  const db = new BetterSqlite3(database.file);
   db.pragma("foreign_keys = ON");
   migrate(
     db,
@@ -185,7 +158,7 @@ describe("migration 007 on a populated schema-version-6 database", () => {
   });
 
   it("keeps a content that is not JSON (another program's) as a string, and starts", () => {
-    const db = new BetterSqlite3(file);
+    const db = new BetterSqlite3(database.file);
     db.prepare(
       `INSERT INTO history_blocks (session_id, position, turn_id, role, kind, content, created_at)
        VALUES ('ses_a', 10, 'turn_a2', 'assistant', 'text', 'not json', 420)`,
@@ -236,10 +209,10 @@ describe("runs", () => {
         .join(" | ");
     const statements = prepareStatements(store.db);
     expect(plan(statements.selectEvents.source, { turnId: "turn_1", afterSeq: 5 })).toMatch(
-      /^SEARCH turn_events USING PRIMARY KEY \(turn_id=\? AND seq>\?\)/,
+      /^SEARCH turn_events USING INDEX turn_events_by_seq \(turn_id=\? AND seq>\?\)/,
     );
     expect(plan(statements.selectLastSeq.source, ["turn_1"])).toBe(
-      "SEARCH turn_events USING PRIMARY KEY (turn_id=?)",
+      "SEARCH turn_events USING INDEX turn_events_by_seq (turn_id=?)",
     );
   });
 

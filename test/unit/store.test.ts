@@ -94,6 +94,7 @@ describe("SqliteHistoryStore", () => {
       { version: 5, name: "005_rejected_results.sql" },
       { version: 6, name: "006_cheaper_writes.sql" },
       { version: 7, name: "007_runs.sql" },
+      { version: 8, name: "008_runs_in_rowid_tables.sql" },
     ]);
     startTurn(first);
     first.close();
@@ -107,6 +108,7 @@ describe("SqliteHistoryStore", () => {
       { version: 5, name: "005_rejected_results.sql" },
       { version: 6, name: "006_cheaper_writes.sql" },
       { version: 7, name: "007_runs.sql" },
+      { version: 8, name: "008_runs_in_rowid_tables.sql" },
     ]);
     expect(migrate(second.db)).toEqual([]);
     expect(summary(second)).toEqual(["0 user: go"]);
@@ -362,6 +364,7 @@ describe("a database built by schema version 1", () => {
       { version: 5 },
       { version: 6 },
       { version: 7 },
+      { version: 8 },
     ]);
     expect(store.getSession("ses_v1")).toEqual({
       id: "ses_v1",
