@@ -3,8 +3,8 @@
 -- leaves keep at most about a kilobyte of a row (4 KiB pages): a longer run took an overflow page of its
 -- own. And a run appended at the end of a full leaf split it by spreading rows over its neighbours,
 -- where a rowid table starts a new page with the new row alone. A rowid table keeps up to about 4 KB of
--- a row on its leaf; the index holds only the key. One commit of one 1 KB run on a file: about 90 µs
--- before, about 55 after.
+-- a row on its leaf; the index holds only the key and the rowid. One commit of one 1 KB run on a file:
+-- about 90 µs before, about 55 after. The old tables' pages stay in the file as free pages.
 
 CREATE TABLE history_blocks_new (
   session_id TEXT NOT NULL REFERENCES sessions(id),

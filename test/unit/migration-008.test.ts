@@ -1,9 +1,10 @@
 /**
  * Migration 008 (runs of blocks and events in rowid tables) on a populated schema-version-7 database:
  * every block and event reads back as it was, a running turn's open call and count are kept and it goes
- * on; the old primary keys still refuse a second run at a position and an overlapping run of events;
- * a run of a few kilobytes stays on its leaf page (in the WITHOUT ROWID tables of 007 it took an
- * overflow page of its own); and history and events are still read by index, never scanned or sorted.
+ * on; the old primary keys, now unique indexes, still refuse a second run at a position and a run of
+ * events on another's seq, and every column keeps its NOT NULL, CHECK and foreign key; a run of a few
+ * kilobytes stays on its leaf page (in the WITHOUT ROWID tables of 007 it took an overflow page of its
+ * own); and history and events are still read by index, never scanned or sorted.
  */
 import BetterSqlite3, { type Database } from "better-sqlite3";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -214,23 +215,43 @@ describe("migration 008 on a populated schema-version-7 database", () => {
   it("still refuses a second run at a position and a run of events that overlaps a stored one", () => {
     open().close();
     const db = openDatabase();
-    expect(() =>
-      db
-        .prepare(
-          "INSERT INTO history_blocks (session_id, position, turn_id, tool_calls, blocks) VALUES ('ses_a', 4, 'turn_a2', 0, '[]')",
-        )
-        .run(),
+    const refusal = (sql: string) => () => db.prepare(sql).run();
+    expect(
+      refusal(
+        "INSERT INTO history_blocks (session_id, position, turn_id, tool_calls, blocks) VALUES ('ses_a', 4, 'turn_a2', 0, '[]')",
+      ),
     ).toThrow(/UNIQUE constraint failed: history_blocks.session_id, history_blocks.position/);
-    expect(() =>
-      db
-        .prepare("INSERT INTO turn_events (turn_id, seq, last_seq, payload) VALUES ('turn_a1', 4, 5, '{}')")
-        .run(),
+    expect(
+      refusal("INSERT INTO turn_events (turn_id, seq, last_seq, payload) VALUES ('turn_a1', 4, 5, '{}')"),
     ).toThrow(/stored already/);
-    expect(() =>
-      db
-        .prepare("INSERT INTO turn_events (turn_id, seq, last_seq, payload) VALUES ('turn_a1', 3, 3, '{}')")
-        .run(),
-    ).toThrow(/stored already|UNIQUE constraint failed/);
+    expect(
+      refusal("INSERT INTO turn_events (turn_id, seq, last_seq, payload) VALUES ('turn_a1', 3, 3, '{}')"),
+    ).toThrow(/stored already/);
+    // the trigger guards inserts; a run moved onto another's first seq meets the unique index
+    expect(
+      refusal("UPDATE turn_events SET seq = 3, last_seq = 4 WHERE turn_id = 'turn_a1' AND seq = 1"),
+    ).toThrow(/UNIQUE constraint failed: turn_events.turn_id, turn_events.seq/);
+  });
+
+  it("keeps every column's constraints: no nulls, counts and ranges checked, runs of known turns only", () => {
+    open().close();
+    const db = openDatabase();
+    const refusal = (sql: string) => () => db.prepare(sql).run();
+    const block = (values: string) =>
+      refusal(
+        `INSERT INTO history_blocks (session_id, position, turn_id, tool_calls, blocks) VALUES (${values})`,
+      );
+    const events = (values: string) =>
+      refusal(`INSERT INTO turn_events (turn_id, seq, last_seq, payload) VALUES (${values})`);
+    expect(block("'ses_a', 20, 'turn_a2', 0, NULL")).toThrow(
+      /NOT NULL constraint failed: history_blocks.blocks/,
+    );
+    expect(block("'ses_a', 20, 'turn_a2', -1, '[]'")).toThrow(/CHECK constraint failed/);
+    expect(block("'ses_a', 20, 'turn_nobody', 0, '[]'")).toThrow(/FOREIGN KEY constraint failed/);
+    expect(block("'ses_nobody', 20, 'turn_a2', 0, '[]'")).toThrow(/FOREIGN KEY constraint failed/);
+    expect(events("'turn_a2', 5, NULL, '{}'")).toThrow(/NOT NULL constraint failed: turn_events.last_seq/);
+    expect(events("'turn_a2', 5, 4, '{}'")).toThrow(/CHECK constraint failed/);
+    expect(events("'turn_nobody', 1, 1, '{}'")).toThrow(/FOREIGN KEY constraint failed/);
   });
 
   it("keeps a run of a few kilobytes on its leaf page, where 007 gave it an overflow page", () => {
