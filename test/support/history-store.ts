@@ -51,6 +51,13 @@ export function databaseFilePerTest(prefix: string): DatabaseFile {
   return database;
 }
 
+/** SQLite's plan for the statement `source` with `parameters` bound, its steps joined by " | ". */
+export function queryPlan(db: Database, source: string, parameters: unknown): string {
+  return (db.prepare(`EXPLAIN QUERY PLAN ${source}`).all(parameters) as { detail: string }[])
+    .map((row) => row.detail)
+    .join(" | ");
+}
+
 /** The blocks the database holds, of one session or of all, read as the store reads them. */
 export function storedBlocks(db: Database, sessionId?: string): HistoryBlock[] {
   const runs = (

@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
 import { prepareStatements } from "../../src/history/sqlite-rows.js";
 import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
+import { queryPlan } from "../support/history-store.js";
 
 let directory: string;
 let file: string;
@@ -253,13 +254,11 @@ describe("query plans", () => {
       const named = [
         ...new Set([...statement.source.matchAll(/@(\w+)/g)].map((match) => match[1] as string)),
       ];
-      const explain = store.db.prepare(`EXPLAIN QUERY PLAN ${statement.source}`);
-      const rows = (
+      const parameters =
         named.length > 0
-          ? explain.all(Object.fromEntries(named.map((parameter) => [parameter, 1])))
-          : explain.all(Array.from({ length: (statement.source.match(/\?/g) ?? []).length }, () => 1))
-      ) as { detail: string }[];
-      result.set(name, rows.map((row) => row.detail).join(" | "));
+          ? Object.fromEntries(named.map((parameter) => [parameter, 1]))
+          : Array.from({ length: (statement.source.match(/\?/g) ?? []).length }, () => 1);
+      result.set(name, queryPlan(store.db, statement.source, parameters));
     }
     return result;
   }

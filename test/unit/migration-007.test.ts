@@ -4,7 +4,6 @@
  * counted; afterwards a commit stores one row per turn for its blocks and one for its events, and a
  * row that cannot be stored costs only the blocks or events that fail.
  */
-import BetterSqlite3 from "better-sqlite3";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
@@ -15,7 +14,13 @@ import {
   writeBatch,
   type WriteOp,
 } from "../../src/history/sqlite-rows.js";
-import { databaseFilePerTest, startTurn, storedBlocks, storedEvents } from "../support/history-store.js";
+import {
+  databaseFilePerTest,
+  queryPlan,
+  startTurn,
+  storedBlocks,
+  storedEvents,
+} from "../support/history-store.js";
 
 const database = databaseFilePerTest("reins-migration-007-");
 const { open, openDatabase } = database;
@@ -25,8 +30,7 @@ const { open, openDatabase } = database;
  * results, one of them stored before the other) and a running one whose call has no result yet.
  */
 function writeVersion6Database(): void {
-  const db = new BetterSqlite3(database.file);
-  db.pragma("foreign_keys = ON");
+  const db = openDatabase();
   migrate(
     db,
     readMigrations().filter((migration) => migration.version <= 6),
@@ -158,7 +162,7 @@ describe("migration 007 on a populated schema-version-6 database", () => {
   });
 
   it("keeps a content that is not JSON (another program's) as a string, and starts", () => {
-    const db = new BetterSqlite3(database.file);
+    const db = openDatabase();
     db.prepare(
       `INSERT INTO history_blocks (session_id, position, turn_id, role, kind, content, created_at)
        VALUES ('ses_a', 10, 'turn_a2', 'assistant', 'text', 'not json', 420)`,
@@ -203,10 +207,7 @@ describe("runs", () => {
     }
     expect(store.lastEventSeq("turn_1")).toBe(9);
     // neither read visits the turn's earlier runs or sorts them, however long the turn
-    const plan = (source: string, parameters: unknown) =>
-      (store.db.prepare(`EXPLAIN QUERY PLAN ${source}`).all(parameters) as { detail: string }[])
-        .map((row) => row.detail)
-        .join(" | ");
+    const plan = (source: string, parameters: unknown) => queryPlan(store.db, source, parameters);
     const statements = prepareStatements(store.db);
     expect(plan(statements.selectEvents.source, { turnId: "turn_1", afterSeq: 5 })).toMatch(
       /^SEARCH turn_events USING INDEX turn_events_by_seq \(turn_id=\? AND seq>\?\)/,

@@ -6,12 +6,12 @@
  * kilobytes stays on its leaf page (in the WITHOUT ROWID tables of 007 it took an overflow page of its
  * own); and history and events are still read by index, never scanned or sorted.
  */
-import BetterSqlite3, { type Database } from "better-sqlite3";
+import type { Database } from "better-sqlite3";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
 import { prepareStatements } from "../../src/history/sqlite-rows.js";
-import { databaseFilePerTest } from "../support/history-store.js";
+import { databaseFilePerTest, queryPlan } from "../support/history-store.js";
 
 const database = databaseFilePerTest("reins-migration-008-");
 const { open, openDatabase } = database;
@@ -48,8 +48,7 @@ const LONG_TEXT = "long ".repeat(400);
  * long answer; its events in two runs) and a running turn whose call has a reserved result slot.
  */
 function writeVersion7Database(): void {
-  const db = new BetterSqlite3(database.file);
-  db.pragma("foreign_keys = ON");
+  const db = openDatabase();
   migrate(
     db,
     readMigrations().filter((migration) => migration.version <= 7),
@@ -142,6 +141,9 @@ function overflowPages(db: Database): number {
   return row.pages;
 }
 
+/** A statement to run on `db`, for `expect(…).toThrow`. */
+const refusalOn = (db: Database) => (sql: string) => () => db.prepare(sql).run();
+
 const place = (turnId: string, position: number) => ({
   sessionId: "ses_a",
   turnId,
@@ -214,8 +216,7 @@ describe("migration 008 on a populated schema-version-7 database", () => {
 
   it("still refuses a second run at a position and a run of events that overlaps a stored one", () => {
     open().close();
-    const db = openDatabase();
-    const refusal = (sql: string) => () => db.prepare(sql).run();
+    const refusal = refusalOn(openDatabase());
     expect(
       refusal(
         "INSERT INTO history_blocks (session_id, position, turn_id, tool_calls, blocks) VALUES ('ses_a', 4, 'turn_a2', 0, '[]')",
@@ -235,8 +236,7 @@ describe("migration 008 on a populated schema-version-7 database", () => {
 
   it("keeps every column's constraints: no nulls, counts and ranges checked, runs of known turns only", () => {
     open().close();
-    const db = openDatabase();
-    const refusal = (sql: string) => () => db.prepare(sql).run();
+    const refusal = refusalOn(openDatabase());
     const block = (values: string) =>
       refusal(
         `INSERT INTO history_blocks (session_id, position, turn_id, tool_calls, blocks) VALUES (${values})`,
@@ -259,7 +259,6 @@ describe("migration 008 on a populated schema-version-7 database", () => {
     expect(overflowPages(before)).toBeGreaterThan(0);
     before.close();
     const store = open();
-    store.getHistory("ses_a");
     const after = openDatabase();
     expect(overflowPages(after)).toBe(0);
     // a new run of about three kilobytes, written by the store, stays on its leaf too
@@ -286,10 +285,7 @@ describe("migration 008 on a populated schema-version-7 database", () => {
   it("reads history and events by index, never scanning or sorting them", () => {
     const store = open();
     const statements = prepareStatements(store.db);
-    const plan = (source: string, parameters: unknown) =>
-      (store.db.prepare(`EXPLAIN QUERY PLAN ${source}`).all(parameters) as { detail: string }[])
-        .map((row) => row.detail)
-        .join(" | ");
+    const plan = (source: string, parameters: unknown) => queryPlan(store.db, source, parameters);
     expect(plan(statements.selectHistory.source, ["ses_a"])).toBe(
       "SEARCH history_blocks USING INDEX history_by_position (session_id=?)",
     );
