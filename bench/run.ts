@@ -9,6 +9,7 @@
 import { performance } from "node:perf_hooks";
 import { measureAbortLatency } from "./abort-latency.js";
 import { CONCURRENCY_SERVER_ENVIRONMENT, measureConcurrentStreams } from "./concurrency.js";
+import { SERVER_NODE_FLAGS } from "../test/helpers/server.js";
 import { measureInProcess } from "./in-process.js";
 import { measureMcp } from "./mcp.js";
 import {
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
   print("machine");
   for (const line of describeMachine()) print(`  ${line}`);
   print(
-    `  all traffic on 127.0.0.1; fresh server processes (the build, node dist/main.js, as the Docker image runs it; LOG_LEVEL=info) for each server section (section 2: one per server and concurrency level, and one to warm up the client), ` +
+    `  all traffic on 127.0.0.1; fresh server processes (the build, node ${SERVER_NODE_FLAGS.join(" ")} dist/main.js, as the Docker image runs it; LOG_LEVEL=info) for each server section (section 2: one per server and concurrency level, and one to warm up the client), ` +
       `with ${Object.entries(COMMON_SERVER_ENVIRONMENT)
         .map(([name, value]) => `${name}=${value}`)
         .join(", ")}`,

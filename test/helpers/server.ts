@@ -1,7 +1,8 @@
 /**
  * Starts the real server as a child process (`node --import tsx src/main.ts`, or the build's
- * `node dist/main.js` as the Docker image runs it) on a free port with a fresh data directory, and
- * waits for its "listening" log line. Tests talk to it over a real socket.
+ * `node dist/main.js` as the Docker image runs it), with the Node flags `npm start` and the image
+ * pass, on a free port with a fresh data directory, and waits for its "listening" log line. Tests
+ * talk to it over a real socket.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,6 +10,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, "../..");
+
+/**
+ * The Node flags the server runs with: `npm start` (package.json) and the Docker image's CMD pass
+ * these, and test/unit/node-flags.test.ts fails when either differs from them (docs/deployment.md#node-flags).
+ */
+export const SERVER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=32"];
 
 export type ServerHandle = {
   baseUrl: string;
@@ -33,7 +40,7 @@ export type StartOptions = {
 export async function startServer(options: StartOptions = {}): Promise<ServerHandle> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "reins-test-"));
   const entry = options.built ? ["dist/main.js"] : ["--import", "tsx", "src/main.ts"];
-  const child = spawn(process.execPath, entry, {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...entry], {
     cwd: PROJECT_ROOT,
     env: {
       PATH: process.env.PATH ?? "",
@@ -108,7 +115,7 @@ export async function runServerToExit(
   env: Record<string, string>,
   timeoutMs = 15_000,
 ): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, "--import", "tsx", "src/main.ts"], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { BrowserHarness, expectText, sendMessage } from "../helpers/browser.js";
-import { PROJECT_ROOT } from "../helpers/server.js";
+import { PROJECT_ROOT, SERVER_NODE_FLAGS } from "../helpers/server.js";
 import { FakeProvider } from "../support/fake-providers.js";
 
 const TSX_LOADER = pathToFileURL(join(PROJECT_ROOT, "node_modules/tsx/dist/loader.mjs")).href;
@@ -56,7 +56,7 @@ async function freePort(): Promise<number> {
 
 /** Starts `src/main.ts` with `cwd` as its working directory and only `env` as its environment. */
 async function startIn(cwd: string, env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, MAIN], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, "--import", TSX_LOADER, MAIN], {
     cwd,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
