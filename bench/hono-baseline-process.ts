@@ -1,18 +1,19 @@
 /**
  * Starts bench/hono-baseline.ts as a child process (`node --import tsx`: its own few lines make one
  * function per request, so tsx costs it next to nothing; Hono and the node server are their published
- * builds) on a free loopback port, waits for its "listening" line, and hands it over as a BenchServer.
+ * builds), with the Node flags the reins server runs with, on a free loopback port, waits for its
+ * "listening" line, and hands it over as a BenchServer.
  */
 import { spawn } from "node:child_process";
 import type { TurnEvent } from "../src/events.js";
-import { PROJECT_ROOT } from "../test/helpers/server.js";
+import { PROJECT_ROOT, SERVER_NODE_FLAGS } from "../test/helpers/server.js";
 import { trackServer, type BenchServer } from "./lib.js";
 
 const START_LIMIT_MS = 30_000;
 
 /** A baseline server that streams `events` (one reins turn's) for every request. */
 export async function startHonoBaseline(label: string, events: readonly TurnEvent[]): Promise<BenchServer> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/hono-baseline.ts"], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, "--import", "tsx", "bench/hono-baseline.ts"], {
     cwd: PROJECT_ROOT,
     env: {
       PATH: process.env.PATH ?? "",

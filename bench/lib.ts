@@ -83,8 +83,8 @@ export type ServerProcess = {
 const liveServers = new Set<BenchServer>();
 
 /**
- * Starts the built server as the Docker image runs it (`node --max-semi-space-size=32 dist/main.js`, through
- * test/helpers/server.ts on a free loopback port with a fresh data directory, as the tests do), adding
+ * Starts the built server as the Docker image runs it (`node` with SERVER_NODE_FLAGS and `dist/main.js`,
+ * through test/helpers/server.ts on a free loopback port with a fresh data directory, as the tests do), adding
  * what a benchmark needs: the process's CPU time and memory, and a stop that escalates from SIGTERM to
  * SIGKILL and always removes the data directory.
  */
