@@ -83,10 +83,10 @@ export type ServerProcess = {
 const liveServers = new Set<BenchServer>();
 
 /**
- * Starts the built server as the Docker image runs it (`node` with SERVER_NODE_FLAGS and `dist/main.js`,
- * through test/helpers/server.ts on a free loopback port with a fresh data directory, as the tests do), adding
- * what a benchmark needs: the process's CPU time and memory, and a stop that escalates from SIGTERM to
- * SIGKILL and always removes the data directory.
+ * Starts the built server as the Docker image runs it (`node`, SERVER_NODE_FLAGS, `dist/main.js`),
+ * through test/helpers/server.ts on a free loopback port with a fresh data directory, as the tests do,
+ * adding what a benchmark needs: the process's CPU time and memory, and a stop that escalates from
+ * SIGTERM to SIGKILL and always removes the data directory.
  */
 export async function startServer(label: string, environment: Record<string, string>): Promise<BenchServer> {
   let handle: ServerHandle;

@@ -7,9 +7,9 @@
  * time and cleaned up, and the process exits non-zero with a message when a measurement fails.
  */
 import { performance } from "node:perf_hooks";
+import { SERVER_NODE_FLAGS } from "../test/helpers/server.js";
 import { measureAbortLatency } from "./abort-latency.js";
 import { CONCURRENCY_SERVER_ENVIRONMENT, measureConcurrentStreams } from "./concurrency.js";
-import { SERVER_NODE_FLAGS } from "../test/helpers/server.js";
 import { measureInProcess } from "./in-process.js";
 import { measureMcp } from "./mcp.js";
 import {
