@@ -44,5 +44,5 @@ EXPOSE 8787
 HEALTHCHECK --interval=15s --timeout=4s --start-period=10s --retries=3 \
   CMD ["node", "dist/healthcheck.js"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
-# --max-semi-space-size=32: room for a burst's short-lived objects (docs/deployment.md#node-flags).
-CMD ["node", "--max-semi-space-size=32", "dist/main.js"]
+# --max-semi-space-size=64: room for a burst's short-lived objects (docs/deployment.md#node-flags).
+CMD ["node", "--max-semi-space-size=64", "dist/main.js"]

@@ -15,7 +15,7 @@ export const PROJECT_ROOT = resolve(import.meta.dirname, "../..");
  * The Node flags the server runs with (docs/deployment.md#node-flags): `npm start` (package.json) and
  * the Docker image's CMD pass these, and test/unit/node-flags.test.ts fails when either differs.
  */
-export const SERVER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=32"];
+export const SERVER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=64"];
 
 export type ServerHandle = {
   baseUrl: string;
