@@ -6,6 +6,7 @@ import BetterSqlite3, { type Database } from "better-sqlite3";
 import { afterEach, beforeEach } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
+import { migrate, readMigrations } from "../../src/history/migrate.js";
 import { blocksOfRuns, type BlockRunRow } from "../../src/history/sqlite-rows.js";
 import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
 
@@ -49,6 +50,17 @@ export function databaseFilePerTest(prefix: string): DatabaseFile {
     },
   };
   return database;
+}
+
+/**
+ * Applies the project's migrations up to and including `version` to `db` (an older schema for a
+ * migration's own test to start from); returns the files applied.
+ */
+export function migrateTo(db: Database, version: number): string[] {
+  return migrate(
+    db,
+    readMigrations().filter((migration) => migration.version <= version),
+  );
 }
 
 /** SQLite's plan for the statement `source` with `parameters` bound, its steps joined by " | ". */

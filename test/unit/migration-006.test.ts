@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { migrate, readMigrations } from "../../src/history/migrate.js";
 import { prepareStatements } from "../../src/history/sqlite-rows.js";
 import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
-import { queryPlan } from "../support/history-store.js";
+import { migrateTo, queryPlan } from "../support/history-store.js";
 
 let directory: string;
 let file: string;
@@ -58,10 +58,7 @@ function withTurn(onWriteError?: (error: unknown, detail: string) => void): Sqli
 function writeVersion5Database(): void {
   const db = new BetterSqlite3(file);
   db.pragma("foreign_keys = ON");
-  migrate(
-    db,
-    readMigrations().filter((migration) => migration.version <= 5),
-  );
+  migrateTo(db, 5);
   db.exec(`
     INSERT INTO sessions (id, agent_id, created_at, updated_at, next_position, principal, step_mode, title)
       VALUES ('ses_a', 'default', 100, 900, 9, 'alice', 1, 'first'),
@@ -117,12 +114,7 @@ describe("migration 006 on a populated schema-version-5 database", () => {
 
     const db = new BetterSqlite3(file);
     db.pragma("foreign_keys = ON");
-    expect(
-      migrate(
-        db,
-        readMigrations().filter((migration) => migration.version <= 6),
-      ),
-    ).toEqual(["006_cheaper_writes.sql"]);
+    expect(migrateTo(db, 6)).toEqual(["006_cheaper_writes.sql"]);
     expect(dump(db)).toEqual(rows);
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     db.close();
@@ -179,10 +171,7 @@ describe("the rebuilt tables check the same rules", () => {
     const db = new BetterSqlite3(file);
     closing.push(db);
     db.pragma("foreign_keys = ON");
-    migrate(
-      db,
-      readMigrations().filter((migration) => migration.version <= 6),
-    );
+    migrateTo(db, 6);
     db.exec(`
       INSERT INTO sessions (id, agent_id, created_at, updated_at) VALUES ('ses_1', 'default', 1, 1);
       INSERT INTO turns (id, session_id, agent_id, provider, model, status, started_at)

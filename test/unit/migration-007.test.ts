@@ -6,7 +6,6 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
-import { migrate, readMigrations } from "../../src/history/migrate.js";
 import {
   blocksOfRuns,
   prepareChunkStatements,
@@ -16,6 +15,7 @@ import {
 } from "../../src/history/sqlite-rows.js";
 import {
   databaseFilePerTest,
+  migrateTo,
   queryPlan,
   startTurn,
   storedBlocks,
@@ -31,10 +31,7 @@ const { open, openDatabase } = database;
  */
 function writeVersion6Database(): void {
   const db = openDatabase();
-  migrate(
-    db,
-    readMigrations().filter((migration) => migration.version <= 6),
-  );
+  migrateTo(db, 6);
   db.exec(`
     INSERT INTO sessions (id, agent_id, created_at, updated_at, next_position, principal, step_mode, title)
       VALUES ('ses_a', 'default', 100, 900, 10, 'alice', 0, 'first');

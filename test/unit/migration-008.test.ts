@@ -9,9 +9,8 @@
 import type { Database } from "better-sqlite3";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
-import { migrate, readMigrations } from "../../src/history/migrate.js";
 import { prepareStatements } from "../../src/history/sqlite-rows.js";
-import { databaseFilePerTest, queryPlan } from "../support/history-store.js";
+import { databaseFilePerTest, migrateTo, queryPlan } from "../support/history-store.js";
 
 const database = databaseFilePerTest("reins-migration-008-");
 const { open, openDatabase } = database;
@@ -49,10 +48,7 @@ const LONG_TEXT = "long ".repeat(400);
  */
 function writeVersion7Database(): void {
   const db = openDatabase();
-  migrate(
-    db,
-    readMigrations().filter((migration) => migration.version <= 7),
-  );
+  migrateTo(db, 7);
   db.exec(`
     INSERT INTO sessions (id, agent_id, created_at, updated_at, next_position, principal, step_mode, title)
       VALUES ('ses_a', 'default', 100, 900, 7, NULL, 0, 'first');
