@@ -9,9 +9,10 @@
  *
  * Goals, printed as ratios: a full render within 2.5× of the bare pass over the same 100k blocks and
  * within 5× over 10k; the render an inference pays — one more turn appended to a session of about
- * 100k blocks, through a `TranscriptCache` — at most 1 % of a full render; and no call whose recorded
- * `complete` result is replaced by another one ("results lost"). Timed runs render the same block
- * objects again, as a session's renders do; the first (cold) render of each history is reported too.
+ * 100k blocks, through a `TranscriptCache`, with an agent's instructions in the request — at most 1 % of
+ * a full render; and no call whose recorded `complete` result is replaced by another one ("results
+ * lost"). Timed runs render the same block objects again, as a session's renders do; the first (cold)
+ * render of each history is reported too. Every render carries a system prompt, as an agent's does.
  *
  * A second reference shows how much of the goal any renderer has to spend on its output: a direct
  * pass that builds the same Anthropic messages with nothing else — the winning result of each call
@@ -50,7 +51,14 @@ export const GOAL_ONE_MORE_TURN_SHARE = 0.01;
 /** Turns appended one by one to the ~100k-block session, each render timed. */
 const APPENDED_TURNS = 9;
 const MODEL = "claude-bench";
-const RENDER_OPTIONS = { thinking: true, model: MODEL, budgetTokens: Number.POSITIVE_INFINITY };
+/** An agent's instructions: an inference's request carries them (Anthropic's `system`, else a leading message). */
+const SYSTEM_PROMPT = "You look into items with the tools you are given and report what you find.";
+const RENDER_OPTIONS = {
+  thinking: true,
+  model: MODEL,
+  budgetTokens: Number.POSITIVE_INFINITY,
+  system: SYSTEM_PROMPT,
+};
 
 export type RenderBenchRow = {
   profile: ProfileName;
@@ -421,7 +429,9 @@ export function formatRenderReport(report: RenderBenchReport): string[] {
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const report = measureRenderer();
-  console.log("Transcript renderer: renderProviderRequest (render + adapter), thinking on, no budget cut\n");
+  console.log(
+    "Transcript renderer: renderProviderRequest (render + adapter), thinking on, a system prompt, no budget cut\n",
+  );
   for (const line of formatRenderReport(report)) console.log(line);
   if (!report.linear) process.exitCode = 1;
 }

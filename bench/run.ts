@@ -88,7 +88,9 @@ async function main(): Promise<void> {
   );
   await section(() => measureRunnerOverhead(print, 6));
   await section(async () => {
-    print("7. Transcript renderer — renderProviderRequest (render + adapter), thinking on, no budget cut");
+    print(
+      "7. Transcript renderer — renderProviderRequest (render + adapter), thinking on, a system prompt, no budget cut",
+    );
     const renderReport = measureRenderer();
     for (const line of formatRenderReport(renderReport)) print(`  ${line}`);
     if (!renderReport.linear) throw new Error("render time did not grow linearly with history size");

@@ -15,7 +15,6 @@ import { withFields } from "../objects.js";
 import type { StartTurnRequest, TurnManager } from "../turns/manager.js";
 import { canAccess, type AuthVariables } from "./auth.js";
 import { HttpError, tooManyRequests, turnNotFound } from "./http-error.js";
-import { withSystemPrompt } from "../history/render/request.js";
 import {
   abortToolRoute,
   agentsRoute,
@@ -255,17 +254,19 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
           : provider === "kimi" && deps.config.providers.kimi.thinking,
       model: settings.model,
       budgetTokens: settings.contextBudgetTokens,
+      // the session's agent's instructions, placed as the provider gets them (`system` or a leading message)
+      system: manager.agents.get(session.agentId)?.instructions,
     });
-    // the session's agent's instructions, placed as the provider gets them (`system` or a leading message)
-    const prompt = withSystemPrompt(rendered, manager.agents.get(session.agentId)?.instructions);
     return context.json(
       {
         sessionId: id,
         provider,
         format: rendered.format,
         thinking: rendered.thinking,
-        ...(prompt.system === undefined ? {} : { system: prompt.system }),
-        messages: prompt.messages,
+        ...(rendered.format === "anthropic-messages" && rendered.system !== undefined
+          ? { system: rendered.system }
+          : {}),
+        messages: rendered.messages,
         diagnostics: rendered.diagnostics,
       },
       200,

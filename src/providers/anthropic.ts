@@ -50,6 +50,8 @@ export class AnthropicEngine implements ModelEngine {
       thinking,
       model: request.model,
       budgetTokens: this.options.contextBudgetTokens,
+      // the agent's instructions, never part of the rendered history
+      system: request.system,
     });
     if (rendered.format !== "anthropic-messages")
       throw new Error("anthropic profile rendered a non-Anthropic request");
@@ -57,8 +59,7 @@ export class AnthropicEngine implements ModelEngine {
       model: request.model,
       max_tokens: this.options.maxTokens,
       messages: rendered.messages,
-      // the agent's instructions, never part of the rendered history
-      ...(request.system ? { system: request.system } : {}),
+      ...(rendered.system === undefined ? {} : { system: rendered.system }),
       stream: true,
       ...(request.tools.length > 0
         ? {

@@ -14,7 +14,6 @@ import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/
 import type { CompletionUsage } from "openai/resources/completions";
 import type { Logger } from "pino";
 import { TranscriptCache } from "../history/render/index.js";
-import { withSystemPrompt } from "../history/render/request.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
 import { logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
@@ -59,14 +58,15 @@ export class OpenAICompatibleEngine implements ModelEngine {
         thinking: this.options.thinking === true,
         model: request.model,
         budgetTokens: this.options.contextBudgetTokens,
+        // the agent's instructions lead as a `system` message, never part of the rendered history
+        system: request.system,
       },
     );
     if (rendered.format !== "openai-chat")
       throw new Error(`${this.provider} profile rendered a non-OpenAI request`);
     const body: ChatCompletionCreateParamsStreaming = {
       model: request.model,
-      // the agent's instructions lead as a `system` message, never part of the rendered history
-      messages: withSystemPrompt(rendered, request.system).messages as typeof rendered.messages,
+      messages: rendered.messages,
       stream: true,
       ...(this.provider === "openai" ? { stream_options: { include_usage: true } } : {}),
       ...(this.options.maxTokens ? { max_tokens: this.options.maxTokens } : {}),

@@ -28,7 +28,7 @@ import {
   type RenderedMessage,
 } from "../../src/history/render/index.js";
 import { budgetTokensOf, transcriptSettings } from "../../src/history/render/render.js";
-import { providerRequestOf } from "../../src/history/render/request.js";
+import { providerRequestOf, requestInstructions } from "../../src/history/render/request.js";
 import { STRETCH_BLOCKS, TranscriptState } from "../../src/history/render/transcript-state.js";
 import {
   RENDER_MODEL,
@@ -103,14 +103,18 @@ const optionsArbitrary: fc.Arbitrary<RenderOptions> = fc.record({
   thinking: fc.boolean(),
   model: fc.constant(RENDER_MODEL),
   budgetTokens: fc.option(fc.integer({ min: 1, max: 200 }), { nil: undefined }),
+  system: fc.option(fc.constantFrom("", "Answer in one word."), { nil: undefined }),
 });
 
-/** The request built the plain way: the adapter applied to the whole transcript `renderTranscript` gives. */
+/**
+ * The request built the plain way: the adapter applied to the whole transcript `renderTranscript` gives,
+ * after a `system` message with the instructions in the OpenAI formats (Anthropic's go in `system`).
+ */
 function adaptedTranscript(blocks: readonly HistoryBlock[], profile: ProfileName, options: RenderOptions) {
   const { messages } = renderTranscript(blocks, profile, options);
-  return getProfile(profile).format === "anthropic-messages"
-    ? toAnthropicRequestMessages(messages)
-    : toOpenAIChatMessages(messages, getProfile(profile));
+  if (getProfile(profile).format === "anthropic-messages") return toAnthropicRequestMessages(messages);
+  const system = options.system ? [{ role: "system", content: options.system }] : [];
+  return [...system, ...toOpenAIChatMessages(messages, getProfile(profile))];
 }
 
 describe("provider messages built from committed messages", () => {
@@ -128,9 +132,13 @@ describe("provider messages built from committed messages", () => {
             for (const prefix of prefixesAt(blocks, cuts)) {
               const expected = adaptedTranscript(prefix, profile, options);
               expect(renderProviderRequest(prefix, profile, options).messages).toEqual(expected);
-              const { messages } = cache.renderProviderRequest(SESSION, prefix, profile, options);
-              expect(messages).toEqual(expected);
-              earlier.push({ messages, expected });
+              const request = cache.renderProviderRequest(SESSION, prefix, profile, options);
+              expect(request.messages).toEqual(expected);
+              const system = request.format === "anthropic-messages" ? request.system : undefined;
+              expect(system).toBe(
+                request.format === "anthropic-messages" && options.system ? options.system : undefined,
+              );
+              earlier.push({ messages: request.messages, expected });
             }
             // a request shares nothing the cache changes later: each still holds its own messages
             for (const { messages, expected } of earlier) expect(messages).toEqual(expected);
@@ -470,8 +478,12 @@ describe("a render walked in stretches", () => {
   ) {
     const settings = transcriptSettings(getProfile(profile), options, true);
     const state = new TranscriptState(settings, false, stretchBlocks);
-    const rendering = state.render(blocks, budgetTokensOf(settings.profile, options));
-    return { failure: state.failure, request: rendering && providerRequestOf(rendering, settings) };
+    const instructions = requestInstructions(settings.profile, options.system);
+    const rendering = state.render(blocks, budgetTokensOf(settings.profile, options), instructions.leading);
+    return {
+      failure: state.failure,
+      request: rendering && providerRequestOf(rendering, settings, instructions),
+    };
   }
 
   it.each(PROFILE_NAMES)(

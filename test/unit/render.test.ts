@@ -11,6 +11,7 @@ import {
   getProfile,
   renderProviderRequest,
   renderTranscript,
+  TranscriptCache,
   toAnthropicRequestMessages,
   toOpenAIChatMessages,
   type RenderedMessage,
@@ -21,6 +22,19 @@ import { checkProviderMessages, rejectionMessage } from "../support/provider-rul
 const MODEL = "claude-test";
 const signed = (text: string, signature = "sig-1") =>
   think(text, { signature, provider: "anthropic", model: MODEL });
+
+/** A history whose answered message has no signed thinking: Anthropic's request must turn thinking off. */
+function answeredWithoutSignedThinking() {
+  return history(
+    user("first"),
+    signed("old thoughts"),
+    say("Answer."),
+    user("second"),
+    say("Calling."),
+    call("c1"),
+    result("c1", "ok"),
+  );
+}
 
 /** Roles and, for tool results, the canonical ids they answer: a compact picture of a transcript. */
 function outline(messages: readonly RenderedMessage[]): string[] {
@@ -276,16 +290,10 @@ describe("thinking", () => {
   });
 
   it("Anthropic: turns thinking off for the request when the answered message has no signed thinking", () => {
-    const blocks = history(
-      user("first"),
-      signed("old thoughts"),
-      say("Answer."),
-      user("second"),
-      say("Calling."),
-      call("c1"),
-      result("c1", "ok"),
-    );
-    const request = renderProviderRequest(blocks, "anthropic", { thinking: true, model: MODEL });
+    const request = renderProviderRequest(answeredWithoutSignedThinking(), "anthropic", {
+      thinking: true,
+      model: MODEL,
+    });
     expect(request.thinking).toBe(false);
     expect(request.diagnostics.thinking).toMatchObject({ requested: true, effective: false });
     expect(JSON.stringify(request.messages)).not.toContain("old thoughts");
@@ -584,5 +592,65 @@ describe("adapters", () => {
       { role: "tool", tool_call_id: id2, content: "broke" },
       { role: "user", content: "and now?" },
     ]);
+  });
+});
+
+describe("the agent's instructions (options.system)", () => {
+  const INSTRUCTIONS = "Answer in one word.";
+  const blocks = history(user("go"), say("Checking."), call("c1"), result("c1", "fine"), user("and?"));
+
+  it.each(["openai", "kimi", "mistral"] as const)(
+    "%s: lead the request as a system message, before the very messages a request without them has",
+    (profile) => {
+      const plain = renderProviderRequest(blocks, profile, { model: MODEL });
+      const request = renderProviderRequest(blocks, profile, { model: MODEL, system: INSTRUCTIONS });
+      expect(request.messages).toEqual([{ role: "system", content: INSTRUCTIONS }, ...plain.messages]);
+      expect("system" in request).toBe(false);
+      expect(request.diagnostics).toEqual(plain.diagnostics);
+      expect(checkProviderMessages(profile, request.messages, { thinking: request.thinking })).toBeNull();
+    },
+  );
+
+  it("Anthropic: go in `system`, the messages as without them, also when thinking has to be turned off", () => {
+    const plain = renderProviderRequest(blocks, "anthropic", { model: MODEL });
+    const request = renderProviderRequest(blocks, "anthropic", { model: MODEL, system: INSTRUCTIONS });
+    expect(request.format === "anthropic-messages" && request.system).toBe(INSTRUCTIONS);
+    expect(request.messages).toEqual(plain.messages);
+    const settled = renderProviderRequest(answeredWithoutSignedThinking(), "anthropic", {
+      thinking: true,
+      model: MODEL,
+      system: INSTRUCTIONS,
+    });
+    expect(settled.thinking).toBe(false);
+    expect(settled.format === "anthropic-messages" && settled.system).toBe(INSTRUCTIONS);
+    expect(settled.messages[0]).toEqual({ role: "user", content: [{ type: "text", text: "first" }] });
+  });
+
+  it("empty instructions add nothing", () => {
+    expect(renderProviderRequest(blocks, "openai", { system: "" }).messages).toEqual(
+      renderProviderRequest(blocks, "openai").messages,
+    );
+    expect("system" in renderProviderRequest(blocks, "anthropic", { system: "" })).toBe(false);
+  });
+
+  it("are never kept by a TranscriptCache: the next render of the grown session has only its own", () => {
+    const cache = new TranscriptCache();
+    const first = cache.renderProviderRequest("ses_1", blocks, "openai", { system: INSTRUCTIONS });
+    const firstMessages = structuredClone(first.messages);
+    const grown = [
+      ...blocks,
+      ...history(say("Sure."), user("more?")).map((block, index) => ({
+        ...block,
+        position: blocks.length + index,
+      })),
+    ];
+    const second = cache.renderProviderRequest("ses_1", grown, "openai", {});
+    const third = cache.renderProviderRequest("ses_1", grown, "openai", { system: "Be brief." });
+    expect(cache.stats).toMatchObject({ hits: 2, misses: 1, fallbacks: 0 });
+    expect(second.messages).toEqual(renderProviderRequest(grown, "openai").messages);
+    expect(second.messages.some((message) => message.role === "system")).toBe(false);
+    expect(third.messages).toEqual([{ role: "system", content: "Be brief." }, ...second.messages]);
+    // a request shares nothing later renders change
+    expect(first.messages).toEqual(firstMessages);
   });
 });

@@ -17,7 +17,12 @@ import type { HistoryBlock } from "../model.js";
 import { createDiagnostics } from "./diagnostics.js";
 import { getProfile, type ProviderProfile } from "./profiles.js";
 import { applyShapeQuirks, settleSignedThinking } from "./shape.js";
-import { TranscriptState, type Rendering, type TranscriptSettings } from "./transcript-state.js";
+import {
+  TranscriptState,
+  type ProviderMessage,
+  type Rendering,
+  type TranscriptSettings,
+} from "./transcript-state.js";
 import type { RenderOptions, RenderResult, RenderedMessage } from "./types.js";
 
 export function resolveProfile(profile: ProviderProfile | string): ProviderProfile {
@@ -40,20 +45,21 @@ export function budgetTokensOf(profile: ProviderProfile, options: RenderOptions)
  * Renders `history` on a new state; a history out of position order is stably sorted first (the
  * store's histories never are) and `diagnostics.reordered` says so. When a result answers a call that
  * an earlier stretch of the walk already assembled (transcript-state.ts), the history is walked again
- * in one stretch.
+ * in one stretch. `leading`: provider messages the request starts with (`TranscriptState.render`).
  */
 export function renderFromScratch(
   history: readonly HistoryBlock[],
   settings: TranscriptSettings,
   budgetTokens: number,
+  leading: readonly ProviderMessage[] = [],
 ): { state: TranscriptState; rendering: Rendering } {
   const state = new TranscriptState(settings);
-  const rendering = state.render(history, budgetTokens);
+  const rendering = state.render(history, budgetTokens, leading);
   if (rendering !== null) return { state, rendering };
   const reordered = state.failure === "unordered";
   const blocks = reordered ? [...history].sort((left, right) => left.position - right.position) : history;
   const whole = new TranscriptState(settings, reordered, Number.POSITIVE_INFINITY);
-  return { state: whole, rendering: whole.render(blocks, budgetTokens)! };
+  return { state: whole, rendering: whole.render(blocks, budgetTokens, leading)! };
 }
 
 /** The kept messages after thinking settlement and shape quirks: what the provider is sent. */

@@ -1,7 +1,7 @@
 /**
  * One call for a provider engine: render the history for a profile and translate it into that
- * provider's `messages`, with the thinking setting the request must use; and where a system prompt
- * goes in each format (`withSystemPrompt`).
+ * provider's `messages`, with the thinking setting the request must use and the agent's instructions
+ * where the format takes them (`options.system`).
  */
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
@@ -16,7 +16,7 @@ import {
   resolveProfile,
   transcriptSettings,
 } from "./render.js";
-import type { Rendering, TranscriptSettings } from "./transcript-state.js";
+import type { ProviderMessage, Rendering, TranscriptSettings } from "./transcript-state.js";
 import type { IdMaps, RenderCounts, RenderDiagnostics, RenderOptions } from "./types.js";
 
 type RequestCommon = {
@@ -28,8 +28,17 @@ type RequestCommon = {
   readonly counts: RenderCounts;
 };
 export type ProviderRequestMessages =
-  | (RequestCommon & { format: "anthropic-messages"; messages: MessageParam[] })
-  | (RequestCommon & { format: "openai-chat"; messages: ChatCompletionMessageParam[] });
+  | (RequestCommon & {
+      format: "anthropic-messages";
+      messages: MessageParam[];
+      /** The agent's instructions (`options.system`), when there are any. */
+      system?: string;
+    })
+  | (RequestCommon & {
+      format: "openai-chat";
+      /** Led by a `system` message with the agent's instructions (`options.system`), when there are any. */
+      messages: ChatCompletionMessageParam[];
+    });
 
 export function renderProviderRequest(
   history: readonly HistoryBlock[],
@@ -38,30 +47,54 @@ export function renderProviderRequest(
 ): ProviderRequestMessages {
   const resolved = resolveProfile(profile);
   const settings = transcriptSettings(resolved, options, true);
-  const { rendering } = renderFromScratch(history, settings, budgetTokensOf(resolved, options));
-  return providerRequestOf(rendering, settings);
+  const instructions = requestInstructions(resolved, options.system);
+  const budgetTokens = budgetTokensOf(resolved, options);
+  const { rendering } = renderFromScratch(history, settings, budgetTokens, instructions.leading);
+  return providerRequestOf(rendering, settings, instructions);
 }
 
-/** The request a rendering stands for (shared with `TranscriptCache`). */
+/**
+ * Where a request of one profile carries the agent's instructions: Anthropic's in its `system`, an
+ * OpenAI format's as the `system` message its messages start with (`leading`). No instructions (or
+ * empty ones): neither.
+ */
+export type RequestInstructions = { system: string | undefined; leading: ProviderMessage[] };
+
+export function requestInstructions(
+  profile: ProviderProfile,
+  system: string | undefined,
+): RequestInstructions {
+  if (!system) return { system: undefined, leading: [] };
+  if (profile.format === "anthropic-messages") return { system, leading: [] };
+  return { system: undefined, leading: [{ role: "system", content: system }] };
+}
+
+/**
+ * The request a rendering stands for (shared with `TranscriptCache`); the rendering was made with
+ * `instructions.leading`.
+ */
 export function providerRequestOf(
   rendering: Rendering,
   settings: TranscriptSettings,
+  instructions: RequestInstructions,
 ): ProviderRequestMessages {
   const { lazy, counts } = rendering;
   const thinking = settings.thinking && !rendering.thinkingDisabled;
+  const { profile } = settings;
   // With thinking turned off every thinking block goes: the committed provider messages still carry
   // theirs, so this rare request is translated from the settled messages instead.
-  const settled = rendering.providerMessages === undefined ? finalMessages(rendering, settings) : undefined;
-  const { profile } = settings;
   const messages =
     rendering.providerMessages ??
-    (profile.format === "anthropic-messages"
-      ? toAnthropicRequestMessages(settled!)
-      : toOpenAIChatMessages(settled!, profile));
+    instructions.leading.concat(
+      profile.format === "anthropic-messages"
+        ? toAnthropicRequestMessages(finalMessages(rendering, settings))
+        : toOpenAIChatMessages(finalMessages(rendering, settings), profile),
+    );
   // the messages are of the profile's format; diagnostics and ids stay lazy (a spread would read them)
   return {
     format: profile.format,
     messages,
+    ...(instructions.system === undefined ? {} : { system: instructions.system }),
     thinking,
     counts,
     get diagnostics() {
@@ -71,18 +104,4 @@ export function providerRequestOf(
       return lazy.ids();
     },
   } as ProviderRequestMessages;
-}
-
-/**
- * Where a system prompt goes (docs/semantics.md#agents): Anthropic takes it as the request's `system`; the
- * OpenAI-compatible formats as a leading `{"role": "system"}` message. It is added to the request
- * only, never to the rendered (cached) messages or the history. No prompt (or an empty one): nothing.
- */
-export function withSystemPrompt(
-  request: ProviderRequestMessages,
-  system: string | undefined,
-): { system?: string; messages: MessageParam[] | ChatCompletionMessageParam[] } {
-  if (system === undefined || system === "") return { messages: request.messages };
-  if (request.format === "anthropic-messages") return { system, messages: request.messages };
-  return { messages: [{ role: "system", content: system }, ...request.messages] };
 }

@@ -9,7 +9,7 @@
 import type { HistoryBlock } from "../model.js";
 import type { ProviderProfile } from "./profiles.js";
 import { budgetTokensOf, renderFromScratch, resolveProfile, transcriptSettings } from "./render.js";
-import { providerRequestOf, type ProviderRequestMessages } from "./request.js";
+import { providerRequestOf, requestInstructions, type ProviderRequestMessages } from "./request.js";
 import type { TranscriptSettings, TranscriptState } from "./transcript-state.js";
 import type { RenderOptions } from "./types.js";
 
@@ -50,25 +50,27 @@ export class TranscriptCache {
     const resolved = resolveProfile(profile);
     const settings = transcriptSettings(resolved, options, true);
     const budgetTokens = budgetTokensOf(resolved, options);
+    // the instructions go in the request only: the kept state never depends on them
+    const instructions = requestInstructions(resolved, options.system);
     const key = JSON.stringify([sessionId, resolved.name, settings.thinking, settings.model ?? null]);
 
     const cached = this.entries.get(key);
     this.entries.delete(key);
     if (cached !== undefined && rendersAlike(cached.settings, settings)) {
-      const rendering = cached.render(history, budgetTokens);
+      const rendering = cached.render(history, budgetTokens, instructions.leading);
       if (rendering !== null) {
         this.stats.hits++;
         this.remember(key, cached);
-        return providerRequestOf(rendering, settings);
+        return providerRequestOf(rendering, settings, instructions);
       }
       this.stats.fallbacks++;
     } else {
       this.stats.misses++;
     }
-    const { state, rendering } = renderFromScratch(history, settings, budgetTokens);
+    const { state, rendering } = renderFromScratch(history, settings, budgetTokens, instructions.leading);
     // A history that had to be sorted is not one a session grows at its end: not worth keeping.
     if (!rendering.reordered) this.remember(key, state);
-    return providerRequestOf(rendering, settings);
+    return providerRequestOf(rendering, settings, instructions);
   }
 
   /** Forgets every session (e.g. when histories are rewritten). */

@@ -99,8 +99,13 @@ export class TranscriptState {
   /**
    * Renders `history`, which must continue the history rendered before. Null when it does not, or
    * when the new blocks change what was committed or are out of position order: drop this state then.
+   * `leading`: provider messages the request starts with (a system message), never kept by the state.
    */
-  render(history: readonly HistoryBlock[], budgetTokens: number): Rendering | null {
+  render(
+    history: readonly HistoryBlock[],
+    budgetTokens: number,
+    leading: readonly ProviderMessage[] = [],
+  ): Rendering | null {
     if (this.failed !== undefined || !this.continues(history)) return null;
     // Stretch by stretch, so that each stretch is assembled while its blocks, strings and records are
     // still in the processor's cache; a result answering a call of an earlier stretch is a conflict.
@@ -113,7 +118,7 @@ export class TranscriptState {
       this.assembler.run(history, this.index.blockCount);
     } while (this.index.blockCount < history.length);
     this.lastBlock = history[history.length - 1];
-    return this.finish(budgetTokens);
+    return this.finish(budgetTokens, leading);
   }
 
   /** Why the last `render` returned null: blocks out of position order, or a conflict. */
@@ -142,7 +147,7 @@ export class TranscriptState {
     }
   }
 
-  private finish(budgetTokens: number): Rendering {
+  private finish(budgetTokens: number, leading: readonly ProviderMessage[]): Rendering {
     const { profile, thinking } = this.settings;
     const items = this.assembler.messages.items;
     const committed = this.committedSums;
@@ -179,7 +184,7 @@ export class TranscriptState {
       thinkingDisabled,
       keptMessages,
       providerMessages:
-        this.settings.providerOutput && !thinkingDisabled ? this.providerOutput(cut) : undefined,
+        this.settings.providerOutput && !thinkingDisabled ? this.providerOutput(cut, leading) : undefined,
       lazy: lazyDiagnostics({
         profile,
         thinkingRequested: thinking,
@@ -193,12 +198,15 @@ export class TranscriptState {
     };
   }
 
-  /** The request's provider messages: the committed ones from the cut on, then the tail's. */
-  private providerOutput(cut: BudgetCut): ProviderMessage[] {
+  /**
+   * The request's provider messages: `leading`, then the committed ones from the cut on, then the
+   * tail's — in one copy.
+   */
+  private providerOutput(cut: BudgetCut, leading: readonly ProviderMessage[]): ProviderMessage[] {
     const items = this.assembler.messages.items;
     const committed = this.assembler.messages.committed;
     const first = cut.droppedMessages;
-    const head: ProviderMessage[] = [];
+    const head: ProviderMessage[] = leading.slice();
     let from = first;
     let committedFrom = 0;
     if (cut.firstKept !== undefined) {
@@ -211,8 +219,10 @@ export class TranscriptState {
       kept = committedFrom === 0 ? this.providerMessages : this.providerMessages.slice(committedFrom);
     }
     // The tail's messages go to a short list that starts with the message before them, which a tail
-    // message may replace (Anthropic's user text joins the tool results before it).
-    const before = kept.length > 0 ? kept[kept.length - 1] : head.pop();
+    // message may replace (Anthropic's user text joins the tool results before it) — never a leading
+    // message, which nothing of the transcript joins.
+    const before =
+      kept.length > 0 ? kept[kept.length - 1] : head.length > leading.length ? head.pop() : undefined;
     const tail: ProviderMessage[] = before === undefined ? [] : [before];
     for (let index = Math.max(from, committed); index < items.length; index++) {
       this.pushProvider(tail, items[index]!, index > first ? items[index - 1]!.role : undefined);

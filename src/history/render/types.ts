@@ -56,6 +56,12 @@ export type RenderOptions = {
   model?: string;
   /** Overrides the profile's context budget (estimated tokens). */
   budgetTokens?: number;
+  /**
+   * The agent's instructions, for a provider request only: its `system` (Anthropic) or its leading
+   * `system` message (OpenAI formats), placed in the request's one copy of the messages. Never part of
+   * the rendered transcript, its budget, its diagnostics or what a `TranscriptCache` keeps. Empty: none.
+   */
+  system?: string;
 };
 
 export type IdMaps = {
