@@ -99,11 +99,16 @@ function turnPrefixes(blocks: readonly HistoryBlock[]): HistoryBlock[][] {
   return prefixes;
 }
 
+/** An agent's instructions, or none. */
+const systemArbitrary = fc.option(fc.constantFrom("", "Answer in one word.", "Be brief."), {
+  nil: undefined,
+});
+
 const optionsArbitrary: fc.Arbitrary<RenderOptions> = fc.record({
   thinking: fc.boolean(),
   model: fc.constant(RENDER_MODEL),
   budgetTokens: fc.option(fc.integer({ min: 1, max: 200 }), { nil: undefined }),
-  system: fc.option(fc.constantFrom("", "Answer in one word."), { nil: undefined }),
+  system: systemArbitrary,
 });
 
 /**
@@ -119,17 +124,20 @@ function adaptedTranscript(blocks: readonly HistoryBlock[], profile: ProfileName
 
 describe("provider messages built from committed messages", () => {
   it.each(PROFILE_NAMES)(
-    "%s: equal the adapter applied to the rendered transcript, cut by a budget or not",
+    "%s: equal the adapter applied to the rendered transcript, cut by a budget or not, whatever instructions each render has",
     (profile) => {
       fc.assert(
         fc.property(
           historyArbitrary({ maxTurns: 6 }),
           fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
           optionsArbitrary,
-          (blocks, cuts, options) => {
+          fc.array(systemArbitrary, { minLength: 1, maxLength: 4 }),
+          (blocks, cuts, drawn, systems) => {
             const cache = new TranscriptCache();
             const earlier: { messages: unknown; expected: unknown }[] = [];
-            for (const prefix of prefixesAt(blocks, cuts)) {
+            for (const [index, prefix] of prefixesAt(blocks, cuts).entries()) {
+              // one cached state, rendered with other instructions (or none) each time
+              const options = { ...drawn, system: systems[index % systems.length] };
               const expected = adaptedTranscript(prefix, profile, options);
               expect(renderProviderRequest(prefix, profile, options).messages).toEqual(expected);
               const request = cache.renderProviderRequest(SESSION, prefix, profile, options);

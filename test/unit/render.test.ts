@@ -623,7 +623,19 @@ describe("the agent's instructions (options.system)", () => {
     });
     expect(settled.thinking).toBe(false);
     expect(settled.format === "anthropic-messages" && settled.system).toBe(INSTRUCTIONS);
-    expect(settled.messages[0]).toEqual({ role: "user", content: [{ type: "text", text: "first" }] });
+    expect(settled.messages).toEqual(
+      renderProviderRequest(answeredWithoutSignedThinking(), "anthropic", { thinking: true, model: MODEL })
+        .messages,
+    );
+  });
+
+  it("make the whole request of an empty history in the OpenAI formats", () => {
+    expect(renderProviderRequest([], "mistral", { system: INSTRUCTIONS }).messages).toEqual([
+      { role: "system", content: INSTRUCTIONS },
+    ]);
+    const anthropic = renderProviderRequest([], "anthropic", { system: INSTRUCTIONS });
+    expect(anthropic.messages).toEqual([]);
+    expect(anthropic.format === "anthropic-messages" && anthropic.system).toBe(INSTRUCTIONS);
   });
 
   it("empty instructions add nothing", () => {

@@ -70,6 +70,24 @@ export function requestInstructions(
 }
 
 /**
+ * With thinking turned off every thinking block goes: the committed provider messages still carry
+ * theirs, so this rare request is translated from the settled messages instead (only Anthropic's
+ * signed thinking turns it off, and Anthropic has no leading message).
+ */
+function settledRequestMessages(
+  rendering: Rendering,
+  settings: TranscriptSettings,
+  instructions: RequestInstructions,
+): ProviderMessage[] {
+  const settled = finalMessages(rendering, settings);
+  const messages: ProviderMessage[] =
+    settings.profile.format === "anthropic-messages"
+      ? toAnthropicRequestMessages(settled)
+      : toOpenAIChatMessages(settled, settings.profile);
+  return instructions.leading.length === 0 ? messages : instructions.leading.concat(messages);
+}
+
+/**
  * The request a rendering stands for (shared with `TranscriptCache`); the rendering was made with
  * `instructions.leading`.
  */
@@ -81,15 +99,7 @@ export function providerRequestOf(
   const { lazy, counts } = rendering;
   const thinking = settings.thinking && !rendering.thinkingDisabled;
   const { profile } = settings;
-  // With thinking turned off every thinking block goes: the committed provider messages still carry
-  // theirs, so this rare request is translated from the settled messages instead.
-  const messages =
-    rendering.providerMessages ??
-    instructions.leading.concat(
-      profile.format === "anthropic-messages"
-        ? toAnthropicRequestMessages(finalMessages(rendering, settings))
-        : toOpenAIChatMessages(finalMessages(rendering, settings), profile),
-    );
+  const messages = rendering.providerMessages ?? settledRequestMessages(rendering, settings, instructions);
   // the messages are of the profile's format; diagnostics and ids stay lazy (a spread would read them)
   return {
     format: profile.format,

@@ -219,10 +219,10 @@ export class TranscriptState {
       kept = committedFrom === 0 ? this.providerMessages : this.providerMessages.slice(committedFrom);
     }
     // The tail's messages go to a short list that starts with the message before them, which a tail
-    // message may replace (Anthropic's user text joins the tool results before it) — never a leading
-    // message, which nothing of the transcript joins.
+    // message may replace (Anthropic's user text joins the tool results before it; a leading message
+    // is an OpenAI format's, and nothing joins it).
     const before =
-      kept.length > 0 ? kept[kept.length - 1] : head.length > leading.length ? head.pop() : undefined;
+      kept.length > 0 ? kept[kept.length - 1] : cut.firstKept !== undefined ? head.pop() : undefined;
     const tail: ProviderMessage[] = before === undefined ? [] : [before];
     for (let index = Math.max(from, committed); index < items.length; index++) {
       this.pushProvider(tail, items[index]!, index > first ? items[index - 1]!.role : undefined);

@@ -57,9 +57,10 @@ export type RenderOptions = {
   /** Overrides the profile's context budget (estimated tokens). */
   budgetTokens?: number;
   /**
-   * The agent's instructions, for a provider request only: its `system` (Anthropic) or its leading
-   * `system` message (OpenAI formats), placed in the request's one copy of the messages. Never part of
-   * the rendered transcript, its budget, its diagnostics or what a `TranscriptCache` keeps. Empty: none.
+   * The agent's instructions, for a provider request only (`renderTranscript` ignores them): the
+   * request's `system` (Anthropic), or the `system` message its messages start with (OpenAI formats),
+   * made in the same copy as the rest. Never part of the rendered transcript, its diagnostics or what
+   * a `TranscriptCache` keeps, and not counted against the budget. Empty: none.
    */
   system?: string;
 };
