@@ -58,7 +58,8 @@ describe("Node flags of the server", () => {
   });
 
   it("let the young generation grow to the size they set, never below V8's default", () => {
-    const semiSpaceMiB = Number(/^--max-semi-space-size=(\d+)$/.exec(SERVER_NODE_FLAGS.join(" "))?.[1]);
+    const semiSpaceFlag = SERVER_NODE_FLAGS.find((flag) => flag.startsWith("--max-semi-space-size="));
+    const semiSpaceMiB = Number(semiSpaceFlag?.slice("--max-semi-space-size=".length));
     const withDefaults = newSpaceMiB([]);
     const withFlags = newSpaceMiB(SERVER_NODE_FLAGS);
     // new space is both semi-spaces; V8's default is 16 MiB each on 64-bit Node 20 and 22 with more
