@@ -215,10 +215,16 @@ describe("agents", () => {
     const transcript = async (provider: string) =>
       (await (
         await fetch(`${server.baseUrl}/api/sessions/${sessionId}/transcript?provider=${provider}`)
-      ).json()) as { system?: string; messages: { role: string; content: unknown }[] };
+      ).json()) as {
+        system?: string;
+        messages: { role: string; content: unknown }[];
+        diagnostics: { budget: { instructionTokens: number } };
+      };
     const anthropic = await transcript("anthropic");
     expect(anthropic.system).toBe(SUPPORT_INSTRUCTIONS);
     expect(anthropic.messages[0]?.role).toBe("user");
+    // what they take of the context budget, before the transcript gets the rest
+    expect(anthropic.diagnostics.budget.instructionTokens).toBe(Math.ceil(SUPPORT_INSTRUCTIONS.length / 4));
     const openai = await transcript("openai");
     expect(openai.system).toBeUndefined();
     expect(openai.messages[0]).toEqual({ role: "system", content: SUPPORT_INSTRUCTIONS });

@@ -6,7 +6,8 @@
  * provider-neutral messages. The request digests were taken from the renderer before it was made faster
  * (issue 11), the transcript digests before its call records were slimmed; later rewrites must give the
  * same bytes, and any change of output must be deliberate: update the digests in the same commit and
- * say why.
+ * say why. (Last updated when `diagnostics.budget` gained `instructionTokens`, 0 here: the digests
+ * without that field were checked to be the ones before it.)
  */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
@@ -27,18 +28,18 @@ const THINKING: RenderOptions = { thinking: true, model: "claude-bench" };
 const SMALL_BUDGET: RenderOptions = { thinking: false, budgetTokens: 5_000 };
 
 const DIGESTS: Record<ProfileName, { thinking: string; smallBudget: string }> = {
-  anthropic: { thinking: "12950d3c21a806aa", smallBudget: "bc677ed0099a79ef" },
-  openai: { thinking: "45bae9c386cd66bf", smallBudget: "0f81bad5bfbf0afd" },
-  kimi: { thinking: "ba50714dae473331", smallBudget: "eb25276953fd3544" },
-  mistral: { thinking: "24a0d6d702926092", smallBudget: "beaff12737bcb638" },
+  anthropic: { thinking: "ed3ca0506edff90c", smallBudget: "6efe485e6ad10601" },
+  openai: { thinking: "ac75d00d8823b7fe", smallBudget: "8725f329e94097d6" },
+  kimi: { thinking: "c9a2b6f901ffac68", smallBudget: "fa78353825402168" },
+  mistral: { thinking: "00df281ca48f4015", smallBudget: "1aa595a72843b97a" },
 };
 
 /** The same for `renderTranscript`: the provider-neutral messages, counts, diagnostics and id maps. */
 const TRANSCRIPT_DIGESTS: Record<ProfileName, { thinking: string; smallBudget: string }> = {
-  anthropic: { thinking: "5852c6533fca3b57", smallBudget: "0e5d5b3b3196f497" },
-  openai: { thinking: "75ce5a26c5a281c4", smallBudget: "37809d8b1d594022" },
-  kimi: { thinking: "b498b29421710a22", smallBudget: "bf74399b10a90933" },
-  mistral: { thinking: "a933852c6f3d1018", smallBudget: "8c1bc9f95e2e619b" },
+  anthropic: { thinking: "a334321eee95d667", smallBudget: "fb2d6e760f7b1198" },
+  openai: { thinking: "c535573d4adb592b", smallBudget: "d7d23cf424b91065" },
+  kimi: { thinking: "09164b7b6c68e4a6", smallBudget: "7f0761dc541c3531" },
+  mistral: { thinking: "4e4dc01abb5be94a", smallBudget: "5a44b1e08305e5ae" },
 };
 
 /** Everything a render carries (a transcript has no `thinking` flag: JSON leaves the key out). */

@@ -27,7 +27,7 @@ import {
   type RenderOptions,
   type RenderedMessage,
 } from "../../src/history/render/index.js";
-import { budgetTokensOf, transcriptSettings } from "../../src/history/render/render.js";
+import { renderBudgetOf, transcriptSettings } from "../../src/history/render/render.js";
 import { providerRequestOf, requestInstructions } from "../../src/history/render/request.js";
 import { STRETCH_BLOCKS, TranscriptState } from "../../src/history/render/transcript-state.js";
 import {
@@ -487,7 +487,7 @@ describe("a render walked in stretches", () => {
     const settings = transcriptSettings(getProfile(profile), options, true);
     const state = new TranscriptState(settings, false, stretchBlocks);
     const instructions = requestInstructions(settings.profile, options.system);
-    const rendering = state.render(blocks, budgetTokensOf(settings.profile, options), instructions.leading);
+    const rendering = state.render(blocks, renderBudgetOf(settings.profile, options), instructions.leading);
     return {
       failure: state.failure,
       request: rendering && providerRequestOf(rendering, settings, instructions),

@@ -538,6 +538,40 @@ describe("context budget", () => {
     expect(renderTranscript(blocks, small).diagnostics.budget.droppedTurns).toBe(2);
     expect(renderTranscript(blocks, "openai").diagnostics.budget.droppedTurns).toBe(0);
   });
+
+  it("gives the transcript what the agent's instructions leave of the budget", () => {
+    // 600 characters: 150 estimated tokens, so 110 of 260 are left, where one dropped turn no longer fits
+    const system = "y".repeat(600);
+    for (const profile of ["anthropic", "openai"] as const) {
+      const request = renderProviderRequest(blocks, profile, { budgetTokens: 260, system });
+      const { budget } = request.diagnostics;
+      expect(budget).toMatchObject({ budgetTokens: 260, instructionTokens: 150, droppedTurns: 2 });
+      expect(budget.renderedTokens + budget.instructionTokens).toBeLessThanOrEqual(260);
+      expect(budget.overBudget).toBe(false);
+      expect(renderProviderRequest(blocks, profile, { budgetTokens: 260 }).diagnostics.budget).toMatchObject({
+        instructionTokens: 0,
+        droppedTurns: 1,
+      });
+    }
+    // the transcript alone is cut the same way
+    expect(
+      renderTranscript(blocks, "openai", { budgetTokens: 260, system }).diagnostics.budget.droppedTurns,
+    ).toBe(2);
+  });
+
+  it("keeps the newest turn, over budget, when the instructions alone exceed the budget", () => {
+    const request = renderProviderRequest(blocks, "mistral", {
+      budgetTokens: 260,
+      system: "z".repeat(2_000),
+    });
+    expect(request.diagnostics.budget).toMatchObject({
+      instructionTokens: 500,
+      droppedTurns: 2,
+      overBudget: true,
+    });
+    expect(request.messages[0]).toEqual({ role: "system", content: "z".repeat(2_000) });
+    expect(request.messages.at(-1)).toMatchObject({ role: "tool", content: "ok" });
+  });
 });
 
 describe("adapters", () => {
@@ -606,7 +640,11 @@ describe("the agent's instructions (options.system)", () => {
       const request = renderProviderRequest(blocks, profile, { model: MODEL, system: INSTRUCTIONS });
       expect(request.messages).toEqual([{ role: "system", content: INSTRUCTIONS }, ...plain.messages]);
       expect("system" in request).toBe(false);
-      expect(request.diagnostics).toEqual(plain.diagnostics);
+      // the diagnostics are the transcript's: only the budget notes what the instructions took of it
+      const { budget, ...rest } = request.diagnostics;
+      const { budget: plainBudget, ...plainRest } = plain.diagnostics;
+      expect(rest).toEqual(plainRest);
+      expect(budget).toEqual({ ...plainBudget, instructionTokens: Math.ceil(INSTRUCTIONS.length / 4) });
       expect(checkProviderMessages(profile, request.messages, { thinking: request.thinking })).toBeNull();
     },
   );

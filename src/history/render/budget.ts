@@ -17,6 +17,16 @@ const SUMMARY_SEPARATOR = "\n\n";
 export type BudgetOutcome = BudgetReport & { messages: RenderedMessage[] };
 
 /**
+ * The budget of one render: the whole of it, and what the agent's instructions take of it first. The
+ * transcript is cut to fit the rest (`transcriptTokens`).
+ */
+export type RenderBudget = { budgetTokens: number; instructionTokens: number };
+
+export function transcriptTokens(budget: RenderBudget): number {
+  return Math.max(0, budget.budgetTokens - budget.instructionTokens);
+}
+
+/**
  * A transcript as the budget sees it, turn by turn: the first turn starts at message 0, every other at
  * a user message. Token counts are estimates; the `turn` arguments are 0 … turnCount − 1.
  */

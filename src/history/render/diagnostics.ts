@@ -7,13 +7,13 @@
  */
 import type { ProviderProfile } from "./profiles.js";
 import { applyShapeQuirks, settleSignedThinking } from "./shape.js";
-import type { BudgetCut } from "./budget.js";
+import type { BudgetCut, RenderBudget } from "./budget.js";
 import type { IdMaps, RenderDiagnostics, RenderedMessage } from "./types.js";
 
 export function createDiagnostics(
   profile: ProviderProfile,
   thinkingRequested: boolean,
-  budgetTokens: number,
+  budget: RenderBudget,
 ): RenderDiagnostics {
   return {
     profile: profile.name,
@@ -39,7 +39,8 @@ export function createDiagnostics(
     insertedMessages: [],
     reordered: false,
     budget: {
-      budgetTokens,
+      budgetTokens: budget.budgetTokens,
+      instructionTokens: budget.instructionTokens,
       estimatedTokens: 0,
       renderedTokens: 0,
       droppedTurns: 0,
@@ -72,7 +73,7 @@ export type PassRecords = Pick<
 export type DiagnosticsSource = {
   profile: ProviderProfile;
   thinkingRequested: boolean;
-  budgetTokens: number;
+  budget: RenderBudget;
   cut: BudgetCut;
   /** Builds the lists the passes recorded. */
   records: () => PassRecords;
@@ -93,10 +94,11 @@ export function lazyDiagnostics(source: DiagnosticsSource): LazyDiagnostics {
 
 function buildDiagnostics(source: DiagnosticsSource): { diagnostics: RenderDiagnostics; ids: IdMaps } {
   const { profile, cut } = source;
-  const diagnostics = createDiagnostics(profile, source.thinkingRequested, source.budgetTokens);
+  const diagnostics = createDiagnostics(profile, source.thinkingRequested, source.budget);
   Object.assign(diagnostics, source.records());
   diagnostics.budget = {
-    budgetTokens: source.budgetTokens,
+    budgetTokens: source.budget.budgetTokens,
+    instructionTokens: source.budget.instructionTokens,
     estimatedTokens: cut.estimatedTokens,
     renderedTokens: cut.renderedTokens,
     droppedTurns: cut.droppedTurns,

@@ -14,6 +14,7 @@
  * engines render through a `TranscriptCache`, which renders only what a session added since.
  */
 import type { HistoryBlock } from "../model.js";
+import { estimateTextTokens, type RenderBudget } from "./budget.js";
 import { createDiagnostics } from "./diagnostics.js";
 import { getProfile, type ProviderProfile } from "./profiles.js";
 import { applyShapeQuirks, settleSignedThinking } from "./shape.js";
@@ -37,8 +38,12 @@ export function transcriptSettings(
   return { profile, thinking: options.thinking === true, model: options.model, providerOutput };
 }
 
-export function budgetTokensOf(profile: ProviderProfile, options: RenderOptions): number {
-  return options.budgetTokens ?? profile.contextBudgetTokens;
+/** The budget a render of `options` has: the profile's, or the one asked for, less the instructions'. */
+export function renderBudgetOf(profile: ProviderProfile, options: RenderOptions): RenderBudget {
+  return {
+    budgetTokens: options.budgetTokens ?? profile.contextBudgetTokens,
+    instructionTokens: options.system ? estimateTextTokens(options.system.length) : 0,
+  };
 }
 
 /**
@@ -50,22 +55,24 @@ export function budgetTokensOf(profile: ProviderProfile, options: RenderOptions)
 export function renderFromScratch(
   history: readonly HistoryBlock[],
   settings: TranscriptSettings,
-  budgetTokens: number,
+  budget: RenderBudget,
   leading: readonly ProviderMessage[] = [],
 ): { state: TranscriptState; rendering: Rendering } {
   const state = new TranscriptState(settings);
-  const rendering = state.render(history, budgetTokens, leading);
+  const rendering = state.render(history, budget, leading);
   if (rendering !== null) return { state, rendering };
   const reordered = state.failure === "unordered";
   const blocks = reordered ? [...history].sort((left, right) => left.position - right.position) : history;
   const whole = new TranscriptState(settings, reordered, Number.POSITIVE_INFINITY);
-  return { state: whole, rendering: whole.render(blocks, budgetTokens, leading)! };
+  return { state: whole, rendering: whole.render(blocks, budget, leading)! };
 }
+
+const NO_BUDGET: RenderBudget = { budgetTokens: 0, instructionTokens: 0 };
 
 /** The kept messages after thinking settlement and shape quirks: what the provider is sent. */
 export function finalMessages(rendering: Rendering, settings: TranscriptSettings): RenderedMessage[] {
   // The decisions these passes take are collected again, with the rest, when diagnostics are read.
-  const scratch = createDiagnostics(settings.profile, settings.thinking, 0);
+  const scratch = createDiagnostics(settings.profile, settings.thinking, NO_BUDGET);
   const settled = settleSignedThinking(rendering.keptMessages(), settings.profile, scratch);
   return applyShapeQuirks(settled, settings.profile, scratch);
 }
@@ -77,7 +84,7 @@ export function renderTranscript(
 ): RenderResult {
   const resolved = resolveProfile(profile);
   const settings = transcriptSettings(resolved, options, false);
-  const { rendering } = renderFromScratch(history, settings, budgetTokensOf(resolved, options));
+  const { rendering } = renderFromScratch(history, settings, renderBudgetOf(resolved, options));
   const { lazy, counts } = rendering;
   return {
     messages: finalMessages(rendering, settings),

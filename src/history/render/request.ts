@@ -10,7 +10,7 @@ import { toAnthropicRequestMessages } from "./adapters-anthropic.js";
 import { toOpenAIChatMessages } from "./adapters-openai.js";
 import type { ProviderProfile } from "./profiles.js";
 import {
-  budgetTokensOf,
+  renderBudgetOf,
   finalMessages,
   renderFromScratch,
   resolveProfile,
@@ -48,8 +48,8 @@ export function renderProviderRequest(
   const resolved = resolveProfile(profile);
   const settings = transcriptSettings(resolved, options, true);
   const instructions = requestInstructions(resolved, options.system);
-  const budgetTokens = budgetTokensOf(resolved, options);
-  const { rendering } = renderFromScratch(history, settings, budgetTokens, instructions.leading);
+  const budget = renderBudgetOf(resolved, options);
+  const { rendering } = renderFromScratch(history, settings, budget, instructions.leading);
   return providerRequestOf(rendering, settings, instructions);
 }
 

@@ -8,7 +8,7 @@
  */
 import type { HistoryBlock } from "../model.js";
 import type { ProviderProfile } from "./profiles.js";
-import { budgetTokensOf, renderFromScratch, resolveProfile, transcriptSettings } from "./render.js";
+import { renderBudgetOf, renderFromScratch, resolveProfile, transcriptSettings } from "./render.js";
 import { providerRequestOf, requestInstructions, type ProviderRequestMessages } from "./request.js";
 import type { TranscriptSettings, TranscriptState } from "./transcript-state.js";
 import type { RenderOptions } from "./types.js";
@@ -49,7 +49,7 @@ export class TranscriptCache {
   ): ProviderRequestMessages {
     const resolved = resolveProfile(profile);
     const settings = transcriptSettings(resolved, options, true);
-    const budgetTokens = budgetTokensOf(resolved, options);
+    const budget = renderBudgetOf(resolved, options);
     // the instructions go in the request only: the kept state never depends on them
     const instructions = requestInstructions(resolved, options.system);
     const key = JSON.stringify([sessionId, resolved.name, settings.thinking, settings.model ?? null]);
@@ -57,7 +57,7 @@ export class TranscriptCache {
     const cached = this.entries.get(key);
     this.entries.delete(key);
     if (cached !== undefined && rendersAlike(cached.settings, settings)) {
-      const rendering = cached.render(history, budgetTokens, instructions.leading);
+      const rendering = cached.render(history, budget, instructions.leading);
       if (rendering !== null) {
         this.stats.hits++;
         this.remember(key, cached);
@@ -67,7 +67,7 @@ export class TranscriptCache {
     } else {
       this.stats.misses++;
     }
-    const { state, rendering } = renderFromScratch(history, settings, budgetTokens, instructions.leading);
+    const { state, rendering } = renderFromScratch(history, settings, budget, instructions.leading);
     // A history that had to be sorted is not one a session grows at its end: not worth keeping.
     if (!rendering.reordered) this.remember(key, state);
     return providerRequestOf(rendering, settings, instructions);

@@ -22,7 +22,7 @@ import type { HistoryBlock } from "../model.js";
 import { pushAnthropicMessage } from "./adapters-anthropic.js";
 import { pushOpenAIChatMessages } from "./adapters-openai.js";
 import { Assembler } from "./assemble.js";
-import { callIdsOf, chooseBudgetCut, type BudgetCut } from "./budget.js";
+import { callIdsOf, chooseBudgetCut, transcriptTokens, type BudgetCut, type RenderBudget } from "./budget.js";
 import { lazyDiagnostics, type LazyDiagnostics, type PassRecords } from "./diagnostics.js";
 import { HistoryIndex, indexDiagnosticsAsOf, type IndexOutcome } from "./pairing.js";
 import type { ProviderProfile } from "./profiles.js";
@@ -103,7 +103,7 @@ export class TranscriptState {
    */
   render(
     history: readonly HistoryBlock[],
-    budgetTokens: number,
+    budget: RenderBudget,
     leading: readonly ProviderMessage[] = [],
   ): Rendering | null {
     if (this.failed !== undefined || !this.continues(history)) return null;
@@ -118,7 +118,7 @@ export class TranscriptState {
       this.assembler.run(history, this.index.blockCount);
     } while (this.index.blockCount < history.length);
     this.lastBlock = history[history.length - 1];
-    return this.finish(budgetTokens, leading);
+    return this.finish(budget, leading);
   }
 
   /** Why the last `render` returned null: blocks out of position order, or a conflict. */
@@ -147,7 +147,7 @@ export class TranscriptState {
     }
   }
 
-  private finish(budgetTokens: number, leading: readonly ProviderMessage[]): Rendering {
+  private finish(budget: RenderBudget, leading: readonly ProviderMessage[]): Rendering {
     const { profile, thinking } = this.settings;
     const items = this.assembler.messages.items;
     const committed = this.committedSums;
@@ -155,7 +155,7 @@ export class TranscriptState {
     for (let index = this.assembler.messages.committed; index < items.length; index++) {
       tail.add(items[index]!, index);
     }
-    const cut = chooseBudgetCut(budgetView(items, committed, tail), budgetTokens);
+    const cut = chooseBudgetCut(budgetView(items, committed, tail), transcriptTokens(budget));
     const first = cut.droppedMessages;
     const thinkingDisabled = mustDisableThinking(items, profile, thinking, first);
 
@@ -188,7 +188,7 @@ export class TranscriptState {
       lazy: lazyDiagnostics({
         profile,
         thinkingRequested: thinking,
-        budgetTokens,
+        budget,
         cut,
         records: this.recordsNow(),
         keptMessages,

@@ -54,13 +54,17 @@ export type RenderOptions = {
   thinking?: boolean;
   /** The model the request goes to: signed thinking from another model is dropped. */
   model?: string;
-  /** Overrides the profile's context budget (estimated tokens). */
+  /**
+   * Overrides the profile's context budget (estimated tokens): the instructions (`system`) and the
+   * transcript together. The transcript gets what the instructions leave.
+   */
   budgetTokens?: number;
   /**
-   * The agent's instructions, for a provider request only (`renderTranscript` ignores them): the
-   * request's `system` (Anthropic), or the `system` message its messages start with (OpenAI formats),
-   * made in the same copy as the rest. Never part of the rendered transcript, its diagnostics or what
-   * a `TranscriptCache` keeps, and not counted against the budget. Empty: none.
+   * The agent's instructions. A provider request carries them as its `system` (Anthropic) or as the
+   * `system` message its messages start with (OpenAI formats), made in the same copy as the rest;
+   * `renderTranscript` leaves them out. Either way their estimated tokens come out of the budget
+   * first (`diagnostics.budget.instructionTokens`). Never part of the rendered transcript or of what
+   * a `TranscriptCache` keeps. Empty: none.
    */
   system?: string;
 };
@@ -136,7 +140,12 @@ export type RenderDiagnostics = {
   insertedMessages: { index: number; role: "user" | "assistant"; reason: string }[];
   /** The history's blocks were not in position order and were sorted. */
   reordered: boolean;
-  budget: BudgetReport & { budgetTokens: number };
+  budget: BudgetReport & {
+    /** The whole budget: the instructions' tokens and the transcript's (`RenderOptions.budgetTokens`). */
+    budgetTokens: number;
+    /** The agent's instructions' estimated tokens, taken from the budget before the transcript's. */
+    instructionTokens: number;
+  };
 };
 
 /** The numbers behind the diagnostics, counted during the render (the lists are built on demand). */
@@ -170,6 +179,7 @@ export type RenderResult = {
 
 /** What the context budget did to a transcript (diagnostics.budget, without the limit itself). */
 export type BudgetReport = {
+  /** The transcript's estimated tokens before the cut, and after it (the instructions' not included). */
   estimatedTokens: number;
   renderedTokens: number;
   droppedTurns: number;
@@ -177,6 +187,6 @@ export type BudgetReport = {
   droppedToolCalls: number;
   droppedCallIds: string[];
   summary?: string;
-  /** Even the newest turn alone exceeds the budget; it is kept anyway. */
+  /** Even the newest turn alone (with the instructions) exceeds the budget; it is kept anyway. */
   overBudget: boolean;
 };
