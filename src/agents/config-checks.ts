@@ -3,10 +3,14 @@
  * naming no agent, several agents and no `defaultAgent`, an agent whose provider has no key. A tool
  * pattern that matches no known tool only warns: MCP tools arrive after start-up, and a pattern under
  * a configured MCP server's prefix (`docs__*`) is expected to match nothing until the server answers.
+ * Instructions longer than a provider's context budget only warn too: that agent's requests to it keep
+ * only the newest turn.
  */
 import { ConfigError } from "../errors.js";
 import { clampTimeouts } from "../config/clamp.js";
 import type { Config } from "../config/schema.js";
+import { estimateTextTokens } from "../history/render/budget.js";
+import { PROFILE_NAMES, getProfile } from "../history/render/profiles.js";
 import { BUILTIN_AGENT_ID } from "./agent-registry.js";
 import { matchesToolPattern } from "./tool-patterns.js";
 import { SCRIPTED_PROVIDER } from "./tool-policy.js";
@@ -52,8 +56,29 @@ export function checkAgentsConfig(config: Config): string[] {
       if (override.idleTimeoutMs !== undefined) override.idleTimeoutMs = clamped.value.idleTimeoutMs;
       warnings.push(...clamped.warnings);
     }
+    warnings.push(...oversizedInstructions(config, id));
   }
   return warnings;
+}
+
+/**
+ * A warning when agent `id`'s instructions alone exceed the context budget of a provider it can use
+ * (its own, or any when it names none): every request of its turns there keeps only the newest turn.
+ */
+function oversizedInstructions(config: Config, id: string): string[] {
+  const agent = config.agents[id]!;
+  if (!agent.instructions) return [];
+  const tokens = estimateTextTokens(agent.instructions.length);
+  const over = PROFILE_NAMES.filter((provider) => {
+    if (agent.provider !== undefined && agent.provider !== provider) return false;
+    const budget = config.providers[provider].contextBudgetTokens ?? getProfile(provider).contextBudgetTokens;
+    return tokens > budget;
+  });
+  if (over.length === 0) return [];
+  return [
+    `agents.${id}.instructions: about ${tokens} tokens, more than the context budget of ${over.join(", ")} ` +
+      "(providers.<name>.contextBudgetTokens): requests there will carry only the newest turn",
+  ];
 }
 
 /**

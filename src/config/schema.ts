@@ -24,7 +24,7 @@ function providerSchema(defaultModel: string, defaultBaseUrl?: string) {
       defaultBaseUrl === undefined ? z.string().url().optional() : z.string().url().default(defaultBaseUrl),
     model: z.string().min(1).default(defaultModel),
     maxTokens: z.number().int().positive().optional(),
-    /** Overrides the profile's context budget (estimated tokens) for rendered transcripts. */
+    /** Overrides the profile's context budget (estimated tokens): an agent's instructions and the transcript. */
     contextBudgetTokens: z.number().int().positive().optional(),
   });
 }

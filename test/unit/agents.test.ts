@@ -90,6 +90,24 @@ describe("start-up checks", () => {
     expect(warnings.join("\n")).toContain("agents.support.limits.tools.echo");
   });
 
+  it("warns about instructions longer than the context budget of a provider the agent can use", () => {
+    const { warnings } = parseConfig({
+      providers: { openai: { contextBudgetTokens: 100 }, mistral: { contextBudgetTokens: 300 } },
+      agents: { verbose: { instructions: "x".repeat(1_000) }, terse: { instructions: "Be brief." } },
+      defaultAgent: "terse",
+    });
+    // 1,000 characters: about 250 tokens, over openai's 100 and under mistral's 300 and the defaults
+    expect(warnings).toEqual([
+      "agents.verbose.instructions: about 250 tokens, more than the context budget of openai " +
+        "(providers.<name>.contextBudgetTokens): requests there will carry only the newest turn",
+    ]);
+    const pinned = parseConfig({
+      providers: { openai: { contextBudgetTokens: 100 } },
+      agents: { verbose: { provider: "scripted", instructions: "x".repeat(1_000) } },
+    });
+    expect(pinned.warnings).toEqual([]);
+  });
+
   it("warns about a tool pattern that matches no tool, except under a configured MCP server's prefix", () => {
     const { config } = parseConfig({
       agents: {

@@ -571,6 +571,13 @@ describe("context budget", () => {
     });
     expect(request.messages[0]).toEqual({ role: "system", content: "z".repeat(2_000) });
     expect(request.messages.at(-1)).toMatchObject({ role: "tool", content: "ok" });
+    // even with no transcript at all
+    const empty = renderProviderRequest([], "openai", { budgetTokens: 10, system: "z".repeat(400) });
+    expect(empty.diagnostics.budget).toMatchObject({
+      instructionTokens: 100,
+      renderedTokens: 0,
+      overBudget: true,
+    });
   });
 });
 

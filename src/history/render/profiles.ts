@@ -44,7 +44,10 @@ export type ProviderProfile = {
   /** Tool names the provider accepts; others are sanitized deterministically. */
   toolNamePattern: RegExp;
   quirks: ShapeQuirks;
-  /** Estimated tokens (ceil(characters / 4)) the rendered transcript may use before older turns are dropped. */
+  /**
+   * Estimated tokens (ceil(characters / 4)) an agent's instructions and the rendered transcript may use
+   * together before older turns are dropped.
+   */
   contextBudgetTokens: number;
 };
 

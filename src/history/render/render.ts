@@ -38,7 +38,7 @@ export function transcriptSettings(
   return { profile, thinking: options.thinking === true, model: options.model, providerOutput };
 }
 
-/** The budget a render of `options` has: the profile's, or the one asked for, less the instructions'. */
+/** The budget a render of `options` has (the profile's, or the one asked for), with the instructions' share. */
 export function renderBudgetOf(profile: ProviderProfile, options: RenderOptions): RenderBudget {
   return {
     budgetTokens: options.budgetTokens ?? profile.contextBudgetTokens,

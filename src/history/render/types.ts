@@ -187,6 +187,9 @@ export type BudgetReport = {
   droppedToolCalls: number;
   droppedCallIds: string[];
   summary?: string;
-  /** Even the newest turn alone (with the instructions) exceeds the budget; it is kept anyway. */
+  /**
+   * Even the newest turn alone exceeds the budget (in a render's diagnostics: with the instructions, or
+   * the instructions alone do); it is kept anyway.
+   */
   overBudget: boolean;
 };
