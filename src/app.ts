@@ -49,7 +49,7 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
       cors({
         origin: (origin) => (anyOrigin || server.corsOrigins.includes(origin) ? origin : null),
         allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID"],
-        allowMethods: ["GET", "POST", "OPTIONS"],
+        allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
         // what a cross-origin page needs to act on a refusal: when to retry, how to authenticate, which methods
         exposeHeaders: ["Retry-After", "WWW-Authenticate", "Allow"],
         maxAge: 600,
@@ -116,7 +116,10 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
       );
     }
     deps.logger.error({ err: error, path: context.req.path }, "unhandled error");
-    return context.json({ error: "Internal server error", code: "internal" }, 500);
+    return context.json(
+      { error: "Internal server error; the server's log has the details", code: "internal_error" },
+      500,
+    );
   });
   return app;
 }

@@ -77,7 +77,11 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
   if (!parsed.success) {
     const issues = parsed.error.issues.map((issue) => {
       const key = issue.path.join(".") || "(root)";
-      const variable = ENV_BINDINGS.find((binding) => binding.path.join(".") === key)?.variable;
+      // the variable that sets the key, or the list or object the key is an element of (AUTH_TOKENS)
+      const variable = ENV_BINDINGS.find((binding) => {
+        const bound = binding.path.join(".");
+        return key === bound || key.startsWith(`${bound}.`);
+      })?.variable;
       return `${key}${variable ? ` (${variable})` : ""}: ${issue.message}`;
     });
     throw new ConfigError(`Invalid configuration: ${issues.join("; ")}`, { issues });

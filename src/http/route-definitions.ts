@@ -75,7 +75,7 @@ const eventStream = {
   content: { "text/event-stream": { schema: turnEventSchema } },
   description:
     "Server-Sent Events: first `retry: 2000`, then per event `id: <seq>`, `event: <type>`, `data: <TurnEvent " +
-    "as JSON>` (the schema is that of one `data`); `ping` every 15 s of silence; the stream ends after the " +
+    "as JSON>` (the schema is that of one `data`); `ping` after every `PING_INTERVAL_MS` (15 s by default) of silence; the stream ends after the " +
     "terminal event (`turn_complete` or `turn_abort`)",
 };
 
@@ -84,7 +84,10 @@ export const startTurnRoute = createRoute({
   method: "post",
   path: "/sessions/stream",
   summary: "Start a turn and stream its events",
-  request: { body: { content: { "application/json": { schema: startTurnBodySchema } }, required: true } },
+  request: {
+    query: emptyQuerySchema,
+    body: { content: { "application/json": { schema: startTurnBodySchema } }, required: true },
+  },
   responses: {
     200: eventStream,
     ...errors,
@@ -126,6 +129,7 @@ export const createSessionRoute = createRoute({
   path: "/sessions",
   summary: "Create an empty session (its first turn goes to POST /sessions/stream with its sessionId)",
   request: {
+    query: emptyQuerySchema,
     body: { content: { "application/json": { schema: createSessionBodySchema } }, required: false },
   },
   responses: {
@@ -170,6 +174,7 @@ export const renameSessionRoute = createRoute({
   summary: "Rename a session (title: 1–200 characters)",
   request: {
     params: sessionParamsSchema,
+    query: emptyQuerySchema,
     body: { content: { "application/json": { schema: renameSessionBodySchema } }, required: true },
   },
   responses: { 200: json(sessionSchema, "Renamed"), ...errors, 415: json(errorSchema, "Not JSON") },
@@ -180,7 +185,7 @@ export const deleteSessionRoute = createRoute({
   method: "delete",
   path: "/sessions/{id}",
   summary: "Delete a session with its turns, history, events and trace",
-  request: { params: sessionParamsSchema },
+  request: { params: sessionParamsSchema, query: emptyQuerySchema },
   responses: {
     200: json(deletedSessionSchema, "Deleted"),
     ...errors,
@@ -207,6 +212,7 @@ export const stepModeRoute = createRoute({
   summary: "Switch step mode for a session (off releases every pause at once)",
   request: {
     params: sessionParamsSchema,
+    query: emptyQuerySchema,
     body: { content: { "application/json": { schema: stepModeBodySchema } }, required: true },
   },
   responses: { 200: json(stepModeSwitchedSchema, "Switched"), ...errors, 415: json(errorSchema, "Not JSON") },
@@ -229,7 +235,7 @@ export const abortTurnRoute = createRoute({
   method: "post",
   path: "/turns/{id}/abort",
   summary: "Abort a running turn",
-  request: { params: turnParamsSchema },
+  request: { params: turnParamsSchema, query: emptyQuerySchema },
   responses: { 200: json(turnAbortedSchema, "Aborted"), ...errors },
 });
 
@@ -238,7 +244,7 @@ export const abortToolRoute = createRoute({
   method: "post",
   path: "/turns/{id}/tools/{toolId}/abort",
   summary: "Cancel one running tool call; the turn continues",
-  request: { params: toolParamsSchema },
+  request: { params: toolParamsSchema, query: emptyQuerySchema },
   responses: { 200: json(toolCancelledSchema, "Cancelled"), ...errors },
 });
 
@@ -253,6 +259,7 @@ export const approvalRoute = createRoute({
     "`tool_approval` is emitted and the call runs, or ends with `[REJECTED] <reason>`.",
   request: {
     params: toolParamsSchema,
+    query: emptyQuerySchema,
     body: { content: { "application/json": { schema: approvalBodySchema } }, required: true },
   },
   responses: {
@@ -273,6 +280,7 @@ export const continueRoute = createRoute({
   summary: "Continue a paused turn (step mode)",
   request: {
     params: turnParamsSchema,
+    query: emptyQuerySchema,
     body: { content: { "application/json": { schema: continueBodySchema } }, required: true },
   },
   responses: { 200: json(turnContinuedSchema, "Continued"), ...errors, 415: json(errorSchema, "Not JSON") },
@@ -304,6 +312,7 @@ export const streamTokenRoute = createRoute({
   summary: "A short-lived token that opens this turn's event stream (`GET /turns/{id}/events?token=`)",
   request: {
     params: turnParamsSchema,
+    query: emptyQuerySchema,
     body: { content: { "application/json": { schema: streamTokenBodySchema } }, required: false },
   },
   responses: {
@@ -368,7 +377,10 @@ export const chatRoute = createRoute({
     "`id` is the session: created on first use, owned by the caller. Only the newest user message is " +
     "read; the server keeps the history. Fields the transport's `body` option adds may name `agentId`, " +
     "`provider` and `model`.",
-  request: { body: { content: { "application/json": { schema: chatBodySchema } }, required: true } },
+  request: {
+    query: emptyQuerySchema,
+    body: { content: { "application/json": { schema: chatBodySchema } }, required: true },
+  },
   responses: {
     200: uiMessageStream,
     ...errors,
@@ -387,7 +399,7 @@ export const chatStreamRoute = createRoute({
   method: "get",
   path: "/chat/{id}/stream",
   summary: "AI SDK useChat resume: the chat's running turn from its start; 204 when none runs",
-  request: { params: chatParamsSchema },
+  request: { params: chatParamsSchema, query: emptyQuerySchema },
   responses: {
     200: uiMessageStream,
     204: { description: "No turn of the chat is running" },
@@ -401,6 +413,6 @@ export const chatStopRoute = createRoute({
   method: "post",
   path: "/chat/{id}/stop",
   summary: "Abort the chat's running turn (reason `user`)",
-  request: { params: chatParamsSchema },
+  request: { params: chatParamsSchema, query: emptyQuerySchema },
   responses: { 200: json(chatStoppedSchema, "Aborted"), ...errors },
 });

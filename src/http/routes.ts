@@ -160,16 +160,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
 
   api.openapi(createSessionRoute, (context) => {
     const { agentId, title } = context.req.valid("json") ?? {};
-    const configured = Object.keys(deps.config.agents);
-    // no agents configured: the one built-in agent `default`
-    const known = configured.length > 0 ? configured : ["default"];
-    if (agentId !== undefined && !known.includes(agentId)) {
-      throw new HttpError(
-        400,
-        "agent_not_found",
-        `agentId: no agent "${agentId}"; known: ${known.join(", ")}`,
-      );
-    }
+    // the agent is resolved as a turn's: an unknown one is 400 agent_not_found once agents are configured
     const session = manager.createSession(context.get("principal"), agentId, title);
     return context.json(
       {

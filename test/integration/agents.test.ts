@@ -150,13 +150,24 @@ describe("agents", () => {
     expect((await waiting.untilEnd()).at(-1)).toMatchObject({ type: "turn_abort" });
   });
 
-  it("refuses an unknown agent with 400 agent_not_found", async () => {
-    const response = await postTurn(server, { message: "hi", agentId: "nobody" });
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({
-      code: "agent_not_found",
-      error: expect.stringContaining('Unknown agent "nobody"'),
-    });
+  it("refuses an unknown agent with 400 agent_not_found, on a turn and on a new session", async () => {
+    const createSession = (agentId: string) =>
+      fetch(`${server.baseUrl}/api/sessions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ agentId }),
+      });
+    for (const response of [
+      await postTurn(server, { message: "hi", agentId: "nobody" }),
+      await createSession("nobody"),
+    ]) {
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({
+        code: "agent_not_found",
+        error: expect.stringContaining('Unknown agent "nobody"'),
+      });
+    }
+    expect((await createSession("echoer")).status).toBe(201);
   });
 
   it("binds a session to its agent: another agent is 409 agent_mismatch, none uses the session's", async () => {

@@ -257,6 +257,36 @@ describe("auth and ownership", () => {
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  it("lets a page on a listed origin rename and delete a session (PATCH and DELETE pass the preflight)", async () => {
+    const created = await fetch(
+      `${server.baseUrl}/api/sessions`,
+      as(ALICE, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
+    );
+    const { sessionId } = (await created.json()) as { sessionId: string };
+    const url = `${server.baseUrl}/api/sessions/${sessionId}`;
+    for (const method of ["PATCH", "DELETE"]) {
+      const preflight = await fetch(url, {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://chat.example",
+          "access-control-request-method": method,
+          "access-control-request-headers": "authorization,content-type",
+        },
+      });
+      expect(preflight.headers.get("access-control-allow-methods")?.split(","), method).toContain(method);
+    }
+    const origin = { origin: "https://chat.example", "content-type": "application/json" };
+    const renamed = await fetch(
+      url,
+      as(ALICE, { method: "PATCH", headers: origin, body: '{"title":"Renamed"}' }),
+    );
+    expect(renamed.status).toBe(200);
+    expect(renamed.headers.get("access-control-allow-origin")).toBe("https://chat.example");
+    const deleted = await fetch(url, as(ALICE, { method: "DELETE", headers: origin }));
+    expect(deleted.status).toBe(200);
+    expect(deleted.headers.get("access-control-allow-origin")).toBe("https://chat.example");
+  });
+
   it("streams a cross-origin turn with the CORS headers and the frame headers, each once", async () => {
     const stream = await SseStream.open(
       `${server.baseUrl}/api/sessions/stream`,

@@ -84,10 +84,25 @@ describe("the sessions API", () => {
     expect(after.title).toBe("Q3 plan");
   });
 
-  it("refuses an unknown agent and bad input, naming the field", async () => {
-    const agent = await call("POST", "/sessions", ALICE, { agentId: "nobody" });
-    expect(agent.status).toBe(400);
-    expect(await agent.json()).toMatchObject({ code: "agent_not_found" });
+  it("takes any agent id as a label when no agents are configured, as a turn does", async () => {
+    const created = await call("POST", "/sessions", ALICE, { agentId: "helper" });
+    expect(created.status).toBe(201);
+    const { sessionId, agentId } = (await created.json()) as SessionJson;
+    expect(agentId).toBe("helper");
+    // a turn runs in it (as the built-in agent, under that name); another label is another agent
+    await runTurn(sessionId, "hello");
+    const got = (await (await call("GET", `/sessions/${sessionId}`)).json()) as SessionJson;
+    expect(got).toMatchObject({ agentId: "helper", turnCount: 1 });
+    const other = await call("POST", "/sessions/stream", ALICE, {
+      message: "hi",
+      sessionId,
+      agentId: "other",
+    });
+    expect(other.status).toBe(409);
+    expect(await other.json()).toMatchObject({ code: "agent_mismatch" });
+  });
+
+  it("refuses bad input, naming the field", async () => {
     for (const [query, field] of [
       ["?limit=0", "limit"],
       ["?limit=101", "limit"],

@@ -191,6 +191,31 @@ const cases: Case[] = [
     code: "invalid_request",
     mentions: "verbose",
   },
+  // routes that take no query refuse one too, before looking anything up
+  ...(
+    [
+      ["POST", "/api/turns/turn_nope/abort?force=1"],
+      ["POST", "/api/turns/turn_nope/tools/call_nope/abort?force=1"],
+      ["DELETE", "/api/sessions/ses_nope?force=1"],
+      ["POST", "/api/chat/chat_nope/stop?force=1"],
+      ["GET", "/api/chat/chat_nope/stream?force=1"],
+    ] as const
+  ).map(([method, path]) => ({
+    name: `unknown query key on ${method} ${path.split("?")[0]}`,
+    method,
+    path,
+    status: 400,
+    code: "invalid_request",
+    mentions: "force",
+  })),
+  {
+    name: "unknown query key on a new turn",
+    ...startTurn({ message: "hi" }),
+    path: "/api/sessions/stream?stream=1",
+    status: 400,
+    code: "invalid_request",
+    mentions: "stream",
+  },
   {
     name: "abort of an unknown turn",
     method: "POST",
@@ -327,6 +352,21 @@ describe("health endpoints", () => {
     const ready = await app.request("/readyz");
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ready" });
+  });
+
+  it("answers a failure that is not the client's with 500 internal_error, and nothing of the failure", async () => {
+    runtime.store.listSessions = () => {
+      throw new Error("disk on fire at /var/lib/reins/secret.db");
+    };
+    const response = await app.request("/api/sessions");
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({
+      error: "Internal server error; the server's log has the details",
+      code: "internal_error",
+    });
+    expect(text).not.toContain("disk on fire");
+    expect(text).not.toContain("at ");
   });
 
   it("reports not ready once the database is closed, while staying alive", async () => {

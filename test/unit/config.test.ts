@@ -284,6 +284,18 @@ describe("invalid values stop start-up naming the key and the variable", () => {
     expect(error.message).toContain(text);
   });
 
+  it.each([
+    { variable: "AUTH_TOKENS", text: "alice:short", key: "auth.tokens.0.token" },
+    { variable: "CORS_ORIGINS", text: "example.com", key: "server.corsOrigins.0" },
+  ])(
+    "$variable=$text (a bad element of a list) names the element and the variable",
+    ({ variable, text, key }) => {
+      const error = configErrorOf(() => loadConfig({ [variable]: text }, directory));
+      expect(error.message).toContain(key);
+      expect(error.message).toContain(variable);
+    },
+  );
+
   it("a bad value in the file names the key and the variable that sets it", () => {
     writeJson("config/default.json", { server: { port: "80" } });
     const error = configErrorOf(() => loadConfig({}, directory));
