@@ -26,7 +26,8 @@ type JsonObject = Record<string, unknown>;
  * file is fine; a missing file named explicitly by `CONFIG_FILE` is an error.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): LoadedConfig {
-  const explicitFile = env[CONFIG_FILE_VARIABLE];
+  // an empty value counts as not set, as for every other variable
+  const explicitFile = env[CONFIG_FILE_VARIABLE] || undefined;
   const filePath = resolve(cwd, explicitFile ?? DEFAULT_CONFIG_FILE);
   let fileValues: JsonObject = {};
   let source: string | null = null;

@@ -4,6 +4,13 @@ export { ToolScheduler, type SchedulerSettings } from "./scheduler.js";
 export { resolveCall, type LimitSettings, type ResolvedCall } from "./limits.js";
 export { cancelledResult, interruptedResult, timeoutResult, errorResult } from "./results.js";
 export { builtinTools, echoTool, sleepTool, hangTool } from "./builtin/index.js";
+export {
+  PermanentToolError,
+  ToolError,
+  TransientToolError,
+  type Classification,
+  type ToolErrorOptions,
+} from "./resilience/tool-error.js";
 export type {
   ToolCallHooks,
   ToolCallRequest,

@@ -21,12 +21,19 @@ export type ResolvedCall = {
   warnings: string[];
 };
 
+/** A call's input as its tool gets it: without `_meta`, which is for reins. */
+export function inputWithoutMeta(rawInput: Record<string, unknown>): Record<string, unknown> {
+  const { _meta: _ignored, ...input } = rawInput;
+  return input;
+}
+
 export function resolveCall(
   tool: Pick<ToolDefinition, "name" | "timeoutMs" | "idleTimeoutMs"> | undefined,
   rawInput: Record<string, unknown>,
   settings: LimitSettings,
 ): ResolvedCall {
-  const { _meta: rawMeta, ...input } = rawInput;
+  const input = inputWithoutMeta(rawInput);
+  const rawMeta = rawInput._meta;
   const meta = isRecord(rawMeta) ? rawMeta : {};
   const warnings: string[] = [];
   const override = tool ? settings.overrides[tool.name] : undefined;

@@ -10,7 +10,8 @@ const CANCEL_WORDING: Record<AbortReason, string> = {
   error: "Turn aborted after an error.",
   disconnect: "Turn aborted: the client disconnected.",
   shutdown: "Turn aborted: the server is shutting down.",
-  parent: "Turn aborted: its parent turn was aborted.",
+  // the parent was aborted, or its delegate call was cancelled or timed out
+  parent: "Turn aborted: its parent turn stopped waiting for it.",
   loop: "Turn stopped: the same tool call was repeated too often.",
   interrupted: "Turn interrupted by a server restart.",
   limit: "Turn stopped: it reached its limit of events.",

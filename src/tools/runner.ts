@@ -108,7 +108,7 @@ export class ToolRunner {
     if (scope.signal.aborted || scope.cancellation?.isCancelled(call.callId)) {
       return finish(cancelledOutcome(scope, call.callId), 0);
     }
-    hooks.onStart?.(call, resolved.limits);
+    hooks.onStart?.(call, resolved.limits, resolved.input);
     if (!tool) {
       this.decide(scope, call, {
         kind: "classification",

@@ -9,10 +9,14 @@
  * dependency, it waits there without holding a slot, and its limits start only when it runs.
  */
 import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.js";
+import { inputWithoutMeta } from "./limits.js";
 import { defaultResult, errorResult, skippedResult } from "./results.js";
 import type { CallScope, ToolRunner } from "./runner.js";
 import type { ToolRegistry } from "./registry.js";
 import type { ToolCallHooks, ToolCallRequest, ToolOutcome } from "./types.js";
+
+/** The limits `tool_start` reports for a call that never runs (a skipped or malformed dependency). */
+const NEVER_RUNS = { timeoutMs: 0, idleTimeoutMs: 0 };
 
 export type SchedulerSettings = { maxParallelTools: number };
 
@@ -73,7 +77,7 @@ export class ToolScheduler {
   ): Promise<ToolOutcome> {
     const dependencies = readDependencies(call, index);
     if (dependencies.problem) {
-      hooks.onStart?.(call, { timeoutMs: 0, idleTimeoutMs: 0 });
+      hooks.onStart?.(call, NEVER_RUNS, inputWithoutMeta(call.input));
       return {
         status: "error",
         isError: true,
@@ -117,7 +121,7 @@ export class ToolScheduler {
       dependency,
       usedDefault,
     });
-    hooks.onStart?.(call, { timeoutMs: 0, idleTimeoutMs: 0 });
+    hooks.onStart?.(call, NEVER_RUNS, inputWithoutMeta(call.input));
     return usedDefault
       ? {
           status: "complete",

@@ -95,7 +95,12 @@ export type ToolOutcome = {
 
 /** Observers of one call's life; the loop turns them into events. All optional, all synchronous. */
 export type ToolCallHooks = {
-  onStart?(call: ToolCallRequest, limits: { timeoutMs: number; idleTimeoutMs: number }): void;
+  /** `input`: what the tool is given (the model's input without `_meta`); limits 0 for a call that never runs. */
+  onStart?(
+    call: ToolCallRequest,
+    limits: { timeoutMs: number; idleTimeoutMs: number },
+    input: Record<string, unknown>,
+  ): void;
   onProgress?(call: ToolCallRequest, progress: { elapsedMs: number; message: string | null }): void;
   onTimeout?(call: ToolCallRequest, timeout: { kind: "total" | "idle"; timeoutMs: number }): void;
   onResult?(call: ToolCallRequest, outcome: ToolOutcome, index: number): void;

@@ -464,13 +464,13 @@ export class ToolCallingLoop {
     const target = this.resultTarget(turn);
     const observers = this.options.toolResults ?? {};
     return {
-      onStart: (call, limits) => {
+      onStart: (call, limits, input) => {
         turn.runningTools?.set(call.callId, { toolName: call.name, startedAt: now(), attempts: 1 });
         turn.emit({
           type: "tool_start",
           toolId: call.callId,
           toolName: call.name,
-          input: call.input,
+          input,
           timeoutMs: limits.timeoutMs,
           idleTimeoutMs: limits.idleTimeoutMs,
         });

@@ -21,7 +21,7 @@ const ABORT_REASON_TEXT = {
   error: "an error ended the turn",
   disconnect: "its client disconnected",
   shutdown: "the server is shutting down",
-  parent: "its parent turn was aborted",
+  parent: "its parent turn stopped waiting for it",
   loop: "the loop detector stopped a repeating tool call",
   interrupted: "the server restarted while it ran",
 };

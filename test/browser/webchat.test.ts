@@ -17,6 +17,7 @@ import {
   expectText,
   sendMessage,
   toolLine,
+  toolLineNamed,
   type OpenedPage,
 } from "../helpers/browser.js";
 import type { ServerHandle } from "../helpers/server.js";
@@ -84,8 +85,10 @@ describe("webchat page", () => {
     await expectAttribute(flaky.getByTestId("tool-retries"), "data-count", "2");
     await expectText(flaky.getByTestId("tool-retries"), /failure 2 of 2/);
 
-    const hang = toolLine(page, '"timeout":1500');
+    // the call's own timeout shows in its limits; its input is what the tool runs with, `_meta` left out
+    const hang = toolLineNamed(page, "hang");
     await expect(hang.getByTestId("tool-limits").textContent()).resolves.toContain("timeout 1.5 s");
+    await expect(hang.getByTestId("tool-input").textContent()).resolves.not.toContain("_meta");
     await expectAttribute(hang, "data-state", "timeout");
     await expectText(hang.getByTestId("tool-result"), /\[TIMEOUT\] Tool "hang"/);
 
@@ -308,7 +311,7 @@ describe("webchat page", () => {
         '/tool hang {"_meta":{"timeout":800}}',
       ].join("\n"),
     );
-    await expectAttribute(toolLine(page, '"timeout":800'), "data-state", "timeout");
+    await expectAttribute(toolLineNamed(page, "hang"), "data-state", "timeout");
     await expectAttribute(toolLine(page, '"failures":1'), "data-state", "complete");
     await expectAttribute(toolLine(page, '"ms":60000'), "data-state", "running");
     await page.screenshot({ path: join(SCREENSHOT_DIR, "webchat-375.png") });

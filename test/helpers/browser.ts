@@ -139,6 +139,13 @@ export function toolLine(page: Page, inputText: string): Locator {
   });
 }
 
+/** The page's line for the one call of tool `toolName`. */
+export function toolLineNamed(page: Page, toolName: string): Locator {
+  return page.getByTestId("tool-line").filter({
+    has: page.getByTestId("tool-name").filter({ hasText: new RegExp(`^${toolName}$`) }),
+  });
+}
+
 /** Waits until `locator`'s attribute `name` equals `value`. */
 export async function expectAttribute(
   locator: Locator,

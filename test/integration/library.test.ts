@@ -8,6 +8,8 @@ import {
   createMemoryHistoryStore,
   createRuntime,
   parseConfig,
+  PermanentToolError,
+  TransientToolError,
   type Runtime,
   type ToolDefinition,
   type TurnEvent,
@@ -68,6 +70,38 @@ describe("in-process turns", () => {
     expect(events.find((event) => event.type === "tool_result")).toMatchObject({ result: "QUIET" });
     const blocks = runtime.store.getHistory(turn.sessionId);
     expect(blocks.map((block) => block.kind)).toEqual(["text", "tool_call", "tool_response", "text"]);
+  });
+
+  it("retries a tool that throws the package's TransientToolError, and not one that throws PermanentToolError", async () => {
+    let calls = 0;
+    const moody: ToolDefinition<{ mood: string }> = {
+      name: "moody",
+      description: "Fails once when transient, always when permanent.",
+      concurrency: "parallel",
+      inputSchema: z.strictObject({ mood: z.string() }),
+      execute: async ({ mood }) => {
+        calls++;
+        if (mood === "permanent") throw new PermanentToolError("no such record");
+        if (calls === 1) throw new TransientToolError("upstream busy", { status: 503 });
+        return "fine";
+      },
+    };
+    const runtime = build({ resilience: { retry: { initialDelayMs: 1, maxDelayMs: 1 } } }, [
+      moody as ToolDefinition,
+    ]);
+    const transient = await runTurn(runtime, '/tool moody {"mood":"transient"}');
+    expect(transient.events.filter((event) => event.type === "tool_retry")).toHaveLength(1);
+    expect(transient.events.find((event) => event.type === "tool_result")).toMatchObject({
+      result: "fine",
+      attempts: 2,
+    });
+    const permanent = await runTurn(runtime, '/tool moody {"mood":"permanent"}');
+    expect(permanent.events.some((event) => event.type === "tool_retry")).toBe(false);
+    expect(permanent.events.find((event) => event.type === "tool_result")).toMatchObject({
+      isError: true,
+      attempts: 1,
+      result: expect.stringContaining("no such record"),
+    });
   });
 
   it("leaves no timer behind after turns that complete, time out and are aborted", async () => {

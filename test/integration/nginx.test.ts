@@ -184,11 +184,19 @@ describe("reins behind nginx (config/nginx.conf)", () => {
   });
 
   it("compresses other responses: the shipped gzip settings are in effect", async () => {
-    const response = await fetch(`${nginx.urls.unbuffered}/`, { headers: { "accept-encoding": "gzip" } });
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
-    expect(response.headers.get("content-encoding")).toBe("gzip");
-    await response.text();
+    // the page, and a script of it (reins serves scripts as text/javascript)
+    for (const [path, type] of [
+      ["/", /^text\/html/],
+      ["/approval-card.js", /^text\/javascript/],
+    ] as const) {
+      const response = await fetch(`${nginx.urls.unbuffered}${path}`, {
+        headers: { "accept-encoding": "gzip" },
+      });
+      expect(response.status, path).toBe(200);
+      expect(response.headers.get("content-type"), path).toMatch(type);
+      expect(response.headers.get("content-encoding"), path).toBe("gzip");
+      await response.text();
+    }
   });
 
   it("keeps a stream open through a silence longer than proxy_read_timeout, thanks to pings", async () => {

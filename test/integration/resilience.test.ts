@@ -202,6 +202,12 @@ describe("resilience over HTTP", () => {
       '[SKIPPED] Tool "echo" was not run because call #0 ("flaky") of this batch failed.',
     );
     expect(results).not.toContain("dependent");
+    // the skipped call was announced without its `_meta`, and with no limits: it never ran
+    const skipped = ofType(events, "tool_start").find(
+      (start) => (start.input as { text?: string }).text === "dependent",
+    );
+    expect(skipped).toMatchObject({ input: { text: "dependent" }, timeoutMs: 0, idleTimeoutMs: 0 });
+    expect(skipped?.input).not.toHaveProperty("_meta");
   });
 
   it("tells the model about an earlier timeout through session_status", async () => {

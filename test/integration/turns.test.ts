@@ -85,6 +85,13 @@ describe("turns over HTTP", () => {
       message: '/tool hang {"_meta":{"timeout":300}}\n/tool echo {"text":"fine"}',
     });
     const events = await stream.untilEnd();
+    // tool_start shows the input the tool runs with: `_meta` is reins', not the tool's
+    expect(
+      ofType(events, "tool_start").map(({ toolName, input, timeoutMs }) => ({ toolName, input, timeoutMs })),
+    ).toEqual([
+      { toolName: "hang", input: {}, timeoutMs: 300 },
+      { toolName: "echo", input: { text: "fine" }, timeoutMs: 120_000 },
+    ]);
     const timeout = ofType(events, "tool_timeout")[0];
     expect(timeout).toMatchObject({ toolName: "hang", kind: "total", timeoutMs: 300 });
     const results = ofType(events, "tool_result");

@@ -134,6 +134,10 @@ describe("precedence: defaults < file < environment", () => {
     expect(loaded.source).toBe(path);
     expect(loaded.config.server.port).toBe(9000);
     expect(loaded.config.server.host).toBe("127.0.0.1");
+    // an empty CONFIG_FILE (a `.env` line `CONFIG_FILE=`) counts as unset, like every other variable
+    const empty = loadConfig({ CONFIG_FILE: "" }, directory);
+    expect(empty.source).toBe(path);
+    expect(empty.config.server.port).toBe(9000);
   });
 
   it("a variable beats the file, and the file's sibling keys survive", () => {

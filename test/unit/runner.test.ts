@@ -584,7 +584,7 @@ describe("turn abort", () => {
     {
       label: "parent",
       reason: new TurnAbortedError("parent"),
-      expected: "[CANCELLED] Turn aborted: its parent turn was aborted.",
+      expected: "[CANCELLED] Turn aborted: its parent turn stopped waiting for it.",
     },
     { label: "no TurnAbortedError", reason: undefined, expected: "[CANCELLED] Turn aborted by user." },
   ])("mid-flight ($label) cancels the call at once", async ({ reason, expected }) => {
