@@ -6,8 +6,8 @@
  * arrive later (an MCP server's) are included.
  *
  * Without configured agents an agent id is only a label, as it was before agents existed: any id a
- * turn, a new session (or `delegate`) names runs as the built-in agent under that name. With agents configured, only
- * their ids exist.
+ * turn, a new session (or `delegate`) names runs as the built-in agent under that name. With agents
+ * configured, only their ids exist.
  */
 import type { AgentConfig, Config, ToolOverride } from "../config/schema.js";
 import { AgentNotFoundError } from "../turns/errors.js";

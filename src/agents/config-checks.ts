@@ -9,8 +9,8 @@
 import { ConfigError } from "../errors.js";
 import { clampTimeouts } from "../config/clamp.js";
 import type { Config } from "../config/schema.js";
-import { estimateTextTokens } from "../history/render/budget.js";
 import { PROFILE_NAMES, getProfile } from "../history/render/profiles.js";
+import { renderBudgetOf } from "../history/render/render.js";
 import { BUILTIN_AGENT_ID } from "./agent-registry.js";
 import { matchesToolPattern } from "./tool-patterns.js";
 import { SCRIPTED_PROVIDER } from "./tool-policy.js";
@@ -68,16 +68,18 @@ export function checkAgentsConfig(config: Config): string[] {
 function oversizedInstructions(config: Config, id: string): string[] {
   const agent = config.agents[id]!;
   if (!agent.instructions) return [];
-  const tokens = estimateTextTokens(agent.instructions.length);
-  const over = PROFILE_NAMES.filter((provider) => {
-    if (agent.provider !== undefined && agent.provider !== provider) return false;
-    const budget = config.providers[provider].contextBudgetTokens ?? getProfile(provider).contextBudgetTokens;
-    return tokens > budget;
-  });
+  // the budget every render of the agent's requests has (render.ts), so the two cannot disagree
+  const over = PROFILE_NAMES.filter((provider) => agent.provider === undefined || agent.provider === provider)
+    .map((provider) => ({
+      provider,
+      ...renderBudgetOf(getProfile(provider, config.providers[provider]), { system: agent.instructions }),
+    }))
+    .filter(({ budgetTokens, instructionTokens }) => instructionTokens > budgetTokens);
   if (over.length === 0) return [];
+  const providers = over.map(({ provider }) => provider).join(", ");
   return [
-    `agents.${id}.instructions: about ${tokens} tokens, more than the context budget of ${over.join(", ")} ` +
-      "(providers.<name>.contextBudgetTokens): requests there will carry only the newest turn",
+    `agents.${id}.instructions: about ${over[0]!.instructionTokens} tokens, more than the context budget ` +
+      `of ${providers} (providers.<name>.contextBudgetTokens): requests there will carry only the newest turn`,
   ];
 }
 

@@ -75,8 +75,8 @@ const eventStream = {
   content: { "text/event-stream": { schema: turnEventSchema } },
   description:
     "Server-Sent Events: first `retry: 2000`, then per event `id: <seq>`, `event: <type>`, `data: <TurnEvent " +
-    "as JSON>` (the schema is that of one `data`); `ping` after every `PING_INTERVAL_MS` (15 s by default) of silence; the stream ends after the " +
-    "terminal event (`turn_complete` or `turn_abort`)",
+    "as JSON>` (the schema is that of one `data`); `ping` after every `PING_INTERVAL_MS` (15 s by " +
+    "default) of silence; the stream ends after the terminal event (`turn_complete` or `turn_abort`)",
 };
 
 export const startTurnRoute = createRoute({

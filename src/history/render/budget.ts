@@ -22,8 +22,12 @@ export type BudgetOutcome = BudgetReport & { messages: RenderedMessage[] };
  */
 export type RenderBudget = { budgetTokens: number; instructionTokens: number };
 
+/**
+ * What the instructions leave the transcript: below zero when they alone exceed the budget, so that
+ * every transcript, an empty one too, is over budget then.
+ */
 export function transcriptTokens(budget: RenderBudget): number {
-  return Math.max(0, budget.budgetTokens - budget.instructionTokens);
+  return budget.budgetTokens - budget.instructionTokens;
 }
 
 /**

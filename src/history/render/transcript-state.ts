@@ -156,8 +156,6 @@ export class TranscriptState {
       tail.add(items[index]!, index);
     }
     const cut = chooseBudgetCut(budgetView(items, committed, tail), transcriptTokens(budget));
-    // instructions over the whole budget leave the transcript nothing, even an empty one
-    if (budget.instructionTokens > budget.budgetTokens) cut.overBudget = true;
     const first = cut.droppedMessages;
     const thinkingDisabled = mustDisableThinking(items, profile, thinking, first);
 
