@@ -4,66 +4,31 @@
  * turn is checked: abort reason `user` and one cancelled result for the hanging call. Measured on the
  * fresh server (cold), then again after it has also run WARMUP_TURNS echo turns (warm; see
  * throughput.ts). The bench client is a Node process too: the samples one of its own garbage
- * collections overlapped are counted, since that pause is in the figure and not the server's doing.
+ * collections overlapped are counted, since that pause is in the figure and not the server's doing;
+ * the server's own collections meanwhile are reported too (from its `/metrics`).
  */
-import { PerformanceObserver, performance, type PerformanceEntry } from "node:perf_hooks";
+import { performance } from "node:perf_hooks";
 import { WARMUP_TURNS, runEchoTurns } from "./echo-turns.js";
 import {
+  ClientGcPauses,
   EVENT_WAIT_LIMIT_MS,
   EventStream,
   REQUEST_LIMIT_MS,
+  fetchServerGcTotals,
+  formatServerGc,
   formatSummaryMs,
   isEventOfType,
+  serverGcBetween,
   summarize,
   withTimeout,
   type BenchServer,
   type Print,
+  type Span,
 } from "./lib.js";
 
 const ABORT_SAMPLES = 200;
 const ABORT_WARMUP_TURNS = 10;
 const WARMUP_CONCURRENCY = 8;
-
-/** A stretch of `performance.now()` time. */
-type Span = { startMs: number; endMs: number };
-
-/** The garbage-collection pauses of this process (the bench client) while it is observed. */
-class ClientGcPauses {
-  private readonly pauses: Span[] = [];
-  private readonly observer = new PerformanceObserver((list) => this.add(list.getEntries()));
-
-  constructor() {
-    this.observer.observe({ entryTypes: ["gc"] });
-  }
-
-  /**
-   * The longest pause overlapping each span that any overlaps. Node hands a GC's entry to the observer
-   * a turn or two of the event loop after the pause: after one more turn, what has not reached the
-   * callback yet is taken from the observer's buffer.
-   */
-  async longestOverlapping(spans: readonly Span[]): Promise<number[]> {
-    await new Promise((resolve) => setImmediate(resolve));
-    this.add(this.observer.takeRecords());
-    return spans.flatMap((span) => {
-      const overlapping = this.pauses.filter(
-        (pause) => pause.startMs < span.endMs && pause.endMs > span.startMs,
-      );
-      return overlapping.length === 0
-        ? []
-        : [Math.max(...overlapping.map((pause) => pause.endMs - pause.startMs))];
-    });
-  }
-
-  stop(): void {
-    this.observer.disconnect();
-  }
-
-  private add(entries: readonly PerformanceEntry[]): void {
-    for (const entry of entries) {
-      this.pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
-    }
-  }
-}
 
 export async function measureAbortLatency(server: BenchServer, print: Print, section: number): Promise<void> {
   print(
@@ -92,13 +57,17 @@ async function measureAbortPhase(
   const toTurnAbort: number[] = [];
   const toResponse: number[] = [];
   const windows: Span[] = [];
-  for (let index = 0; index < ABORT_WARMUP_TURNS + ABORT_SAMPLES; index++) {
+  for (let index = 0; index < ABORT_WARMUP_TURNS; index++) {
+    await abortOneTurn(baseUrl, `${phase} warm-up abort turn ${index}`);
+  }
+  const gcBefore = await fetchServerGcTotals(baseUrl);
+  for (let index = 0; index < ABORT_SAMPLES; index++) {
     const sample = await abortOneTurn(baseUrl, `${phase} abort turn ${index}`);
-    if (index < ABORT_WARMUP_TURNS) continue;
     toTurnAbort.push(sample.toTurnAbortMs);
     toResponse.push(sample.toResponseMs);
     windows.push({ startMs: sample.sentAtMs, endMs: sample.sentAtMs + sample.toTurnAbortMs });
   }
+  const serverGc = serverGcBetween(gcBefore, await fetchServerGcTotals(baseUrl));
   const labels = {
     turnAbort: `${phase}: abort sent → turn_abort received on stream`,
     response: `${phase}: abort sent → HTTP 200 response received`,
@@ -106,11 +75,13 @@ async function measureAbortPhase(
   const labelWidth = Math.max(labels.turnAbort.length, labels.response.length) + 2;
   print(formatSummaryMs(labels.turnAbort, summarize(toTurnAbort), labelWidth));
   print(formatSummaryMs(labels.response, summarize(toResponse), labelWidth));
-  const paused = await pauses.longestOverlapping(windows);
+  await pauses.settle();
+  const paused = windows.flatMap((window) => pauses.longestDuring(window) ?? []);
   print(
     `    ${paused.length} of ${windows.length} turn_abort samples overlap a garbage-collection pause of the bench client itself` +
       (paused.length === 0 ? "" : ` (longest ${Math.max(...paused).toFixed(1)} ms)`),
   );
+  print(`    the server's own garbage collections meanwhile: ${formatServerGc(serverGc)}`);
 }
 
 async function abortOneTurn(baseUrl: string, label: string) {

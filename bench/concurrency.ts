@@ -9,13 +9,19 @@
 import { performance } from "node:perf_hooks";
 import { isTerminalEvent } from "../src/events.js";
 import {
+  ClientGcPauses,
   EventStream,
+  fetchServerGcTotals,
+  formatServerGc,
   formatSummaryMs,
   isEventOfType,
+  serverGcBetween,
   summarize,
   withTimeout,
   type BenchServer,
   type Print,
+  type ServerGcTotals,
+  type Span,
 } from "./lib.js";
 
 const CONCURRENT_TURNS = 2_000;
@@ -56,6 +62,7 @@ export async function measureConcurrentStreams(
       `server VmRSS (sampled every ${MEMORY_SAMPLE_INTERVAL_MS} ms) and delivery lag of every event received in it`,
   );
   const memory = new MemorySampler(server);
+  const clientPauses = new ClientGcPauses();
   const idleBytes = server.residentMemoryBytes();
   const opening = new AbortController();
   const streams: EventStream[] = [];
@@ -71,12 +78,15 @@ export async function measureConcurrentStreams(
     );
     const openedInMs = performance.now() - openStartedAtMs;
 
+    const gcBefore = await fetchServerGcTotals(server.baseUrl);
     const windowStartMs = performance.now();
     memory.resetPeak();
     await delay(WINDOW_MS);
     const windowEndMs = performance.now();
+    const serverGc = serverGcBetween(gcBefore, await fetchServerGcTotals(server.baseUrl));
     const openBytes = server.residentMemoryBytes();
     const lags = lagsWithin(streams, windowStartMs, windowEndMs);
+    await clientPauses.settle();
 
     print(
       `  opened ${streams.length.toLocaleString("en-US")} streams in ${(openedInMs / 1000).toFixed(1)} s ` +
@@ -86,9 +96,10 @@ export async function measureConcurrentStreams(
     print(
       formatSummaryMs(
         `delivery lag in the window (${lags.length.toLocaleString("en-US")} events)`,
-        summarize(lags),
+        summarize(lags.map((lag) => lag.ms)),
       ),
     );
+    printLagAttribution(print, lags, clientPauses, serverGc);
     const perStream =
       openBytes === undefined || idleBytes === undefined
         ? "n/a"
@@ -104,6 +115,7 @@ export async function measureConcurrentStreams(
     throw error;
   } finally {
     memory.stop();
+    clientPauses.stop();
   }
   const closing = await closeAll(server.baseUrl, streams);
   print(
@@ -143,20 +155,53 @@ async function openStreams(baseUrl: string, streams: EventStream[], signal: Abor
   return latencies;
 }
 
+/** One event's delivery lag: how long, and when (from the server's `at` to the client's receipt). */
+type Lag = { ms: number; span: Span };
+
 /** Lag of every event received within [startMs, endMs]; throws if a turn ended meanwhile. */
-function lagsWithin(streams: readonly EventStream[], startMs: number, endMs: number): number[] {
-  const lags: number[] = [];
+function lagsWithin(streams: readonly EventStream[], startMs: number, endMs: number): Lag[] {
+  const lags: Lag[] = [];
   for (const [index, stream] of streams.entries()) {
     for (const received of stream.received) {
       if (isTerminalEvent(received.event)) {
         throw new Error(`concurrent turn ${index} ended while all should run: ${stream.typeList()}`);
       }
       if (received.receivedAtMs < startMs || received.receivedAtMs > endMs) continue;
-      lags.push(received.receivedEpochMs - received.event.at);
+      const ms = received.receivedEpochMs - received.event.at;
+      lags.push({ ms, span: { startMs: received.receivedAtMs - ms, endMs: received.receivedAtMs } });
     }
   }
   if (lags.length === 0) throw new Error("no event arrived in the measurement window");
   return lags;
+}
+
+/**
+ * Whose pauses are in the lag: the events whose way from the server to the client overlapped a garbage
+ * collection of the bench client itself, and the lag of the others; the server's own collections in the
+ * window (from its `/metrics`). Either side's pause delays every event due meanwhile.
+ */
+function printLagAttribution(
+  print: Print,
+  lags: readonly Lag[],
+  clientPauses: ClientGcPauses,
+  serverGc: ServerGcTotals,
+): void {
+  const clear: number[] = [];
+  let longestClientPause = 0;
+  for (const lag of lags) {
+    const pause = clientPauses.longestDuring(lag.span);
+    if (pause === undefined) clear.push(lag.ms);
+    else longestClientPause = Math.max(longestClientPause, pause);
+  }
+  const overlapped = lags.length - clear.length;
+  print(
+    `    ${overlapped.toLocaleString("en-US")} of ${lags.length.toLocaleString("en-US")} events overlap a garbage-collection pause of the bench client itself` +
+      (overlapped === 0 ? "" : ` (longest ${longestClientPause.toFixed(1)} ms)`),
+  );
+  if (overlapped > 0 && clear.length > 0) {
+    print(formatSummaryMs("delivery lag of the others", summarize(clear)));
+  }
+  print(`    the server's own garbage collections in the window: ${formatServerGc(serverGc)}`);
 }
 
 /** Cancels every client stream, then waits until the server has no active turn left. */

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, performance, type PerformanceEntry } from "node:perf_hooks";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { TurnEvent } from "../src/events.js";
 import { startServer as startServerProcess, type ServerHandle } from "../test/helpers/server.js";
@@ -314,6 +314,93 @@ export function isEventOfType<T extends TurnEvent["type"]>(
   type: T,
 ): (event: TurnEvent) => event is Extract<TurnEvent, { type: T }> {
   return (event): event is Extract<TurnEvent, { type: T }> => event.type === type;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Garbage collection
+
+/** A stretch of `performance.now()` time. */
+export type Span = { startMs: number; endMs: number };
+
+/**
+ * The garbage-collection pauses of this process (the bench client) while it is observed: a pause of
+ * the client delays what it receives, so it is in a latency figure without being the server's doing.
+ */
+export class ClientGcPauses {
+  private readonly pauses: Span[] = [];
+  private readonly observer = new PerformanceObserver((list) => this.add(list.getEntries()));
+
+  constructor() {
+    this.observer.observe({ entryTypes: ["gc"] });
+  }
+
+  /**
+   * Takes in every pause so far. Node hands a GC's entry to the observer a turn or two of the event
+   * loop after the pause: after one more turn, what has not reached the callback yet is taken from the
+   * observer's buffer.
+   */
+  async settle(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    this.add(this.observer.takeRecords());
+  }
+
+  /** The longest pause (ms) overlapping `span`, as of the last `settle`; undefined when none does. */
+  longestDuring(span: Span): number | undefined {
+    let longest: number | undefined;
+    for (const pause of this.pauses) {
+      if (pause.startMs >= span.endMs || pause.endMs <= span.startMs) continue;
+      longest = Math.max(longest ?? 0, pause.endMs - pause.startMs);
+    }
+    return longest;
+  }
+
+  stop(): void {
+    this.observer.disconnect();
+  }
+
+  private add(entries: readonly PerformanceEntry[]): void {
+    for (const entry of entries) {
+      this.pauses.push({ startMs: entry.startTime, endMs: entry.startTime + entry.duration });
+    }
+  }
+}
+
+/** A server's garbage collections so far, by kind (`minor`, `major`, …): how many, and their pauses in ms. */
+export type ServerGcTotals = Map<string, { count: number; ms: number }>;
+
+/**
+ * The server's garbage collections so far, from the `nodejs_gc_duration_seconds` histogram its
+ * `/metrics` serves (prom-client's default metrics, which `dist/main.js` turns on).
+ */
+export async function fetchServerGcTotals(baseUrl: string): Promise<ServerGcTotals> {
+  const response = await withTimeout(fetch(`${baseUrl}/metrics`), REQUEST_LIMIT_MS, "GET /metrics");
+  const text = await response.text();
+  const totals: ServerGcTotals = new Map();
+  const line = /^nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"\} (\S+)$/gm;
+  for (const [, field, kind, value] of text.matchAll(line)) {
+    const entry = totals.get(kind!) ?? { count: 0, ms: 0 };
+    if (field === "count") entry.count = Number(value);
+    else entry.ms = Number(value) * 1000;
+    totals.set(kind!, entry);
+  }
+  if (totals.size === 0) throw new Error("the server's /metrics has no nodejs_gc_duration_seconds");
+  return totals;
+}
+
+/** `later` − `earlier`, kind by kind, kinds without a collection left out. */
+export function serverGcBetween(earlier: ServerGcTotals, later: ServerGcTotals): ServerGcTotals {
+  const between: ServerGcTotals = new Map();
+  for (const [kind, { count, ms }] of later) {
+    const before = earlier.get(kind) ?? { count: 0, ms: 0 };
+    if (count > before.count) between.set(kind, { count: count - before.count, ms: ms - before.ms });
+  }
+  return between;
+}
+
+/** `3 minor (41.2 ms in all), 1 major (9.4 ms in all)`, or `none`. */
+export function formatServerGc(totals: ServerGcTotals): string {
+  const kinds = [...totals].map(([kind, { count, ms }]) => `${count} ${kind} (${ms.toFixed(1)} ms in all)`);
+  return kinds.length === 0 ? "none" : kinds.join(", ");
 }
 
 // ---------------------------------------------------------------------------------------------------

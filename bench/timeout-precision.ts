@@ -10,7 +10,10 @@ import {
   EVENT_WAIT_LIMIT_MS,
   EventStream,
   REQUEST_LIMIT_MS,
+  fetchServerGcTotals,
+  formatServerGc,
   formatSummaryMs,
+  serverGcBetween,
   summarize,
   withTimeout,
   type BenchServer,
@@ -84,6 +87,7 @@ export async function measureTimeoutPrecision(
     const clientLateness: number[] = [];
     const startSpreads: number[] = [];
     const crowdedMilliseconds: number[] = [];
+    const gcBefore = await fetchServerGcTotals(server.baseUrl);
     for (let round = 0; round < TIMEOUT_ROUNDS; round++) {
       const outcome = await runTimeoutRound(server.baseUrl, layout, `${layoutLabel}, round ${round}`);
       serverLateness.push(...outcome.serverLateness);
@@ -91,6 +95,7 @@ export async function measureTimeoutPrecision(
       startSpreads.push(outcome.startSpreadMs);
       crowdedMilliseconds.push(outcome.mostDeadlinesInOneMs);
     }
+    const serverGc = serverGcBetween(gcBefore, await fetchServerGcTotals(server.baseUrl));
     print(`  ${layoutLabel}`);
     print(formatSummaryMs("  server: tool_timeout.at − deadline", summarize(serverLateness)));
     print(formatSummaryMs("  client: tool_timeout received − deadline", summarize(clientLateness)));
@@ -99,6 +104,7 @@ export async function measureTimeoutPrecision(
         `deadlines (tool_start + T) spread over ${startSpreads.map((spread) => `${spread} ms`).join(", ")} per round, ` +
         `at most ${crowdedMilliseconds.join(", ")} of them in one millisecond`,
     );
+    print(`    the server's own garbage collections over these rounds: ${formatServerGc(serverGc)}`);
   }
   print(`  (event \`at\` stamps are whole milliseconds, so server-side lateness is quantised to ±1 ms)`);
 }
