@@ -2,7 +2,8 @@
  * Benchmark plumbing: the test helpers' server launcher with CPU and memory accounting and a bounded
  * stop (the same stop serves other server processes, such as the Hono baseline), a lean SSE client
  * that stamps every event with a high-resolution receive time (kept apart from the tests' client so
- * that measurement code does no per-wait re-parsing), and percentile summaries.
+ * that measurement code does no per-wait re-parsing), the garbage collections of the bench client and
+ * of a server (whose pauses are in a latency figure), and percentile summaries.
  */
 import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
