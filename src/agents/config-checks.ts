@@ -9,6 +9,7 @@
 import { ConfigError } from "../errors.js";
 import { clampTimeouts } from "../config/clamp.js";
 import type { Config } from "../config/schema.js";
+import { transcriptTokens } from "../history/render/budget.js";
 import { PROFILE_NAMES, getProfile } from "../history/render/profiles.js";
 import { renderBudgetOf } from "../history/render/render.js";
 import { BUILTIN_AGENT_ID } from "./agent-registry.js";
@@ -68,18 +69,19 @@ export function checkAgentsConfig(config: Config): string[] {
 function oversizedInstructions(config: Config, id: string): string[] {
   const agent = config.agents[id]!;
   if (!agent.instructions) return [];
-  // the budget every render of the agent's requests has (render.ts), so the two cannot disagree
+  // the budget every render of the agent's requests has, judged as the render judges it (render.ts)
+  const options = { system: agent.instructions };
   const over = PROFILE_NAMES.filter((provider) => agent.provider === undefined || agent.provider === provider)
     .map((provider) => ({
       provider,
-      ...renderBudgetOf(getProfile(provider, config.providers[provider]), { system: agent.instructions }),
+      budget: renderBudgetOf(getProfile(provider, config.providers[provider]), options),
     }))
-    .filter(({ budgetTokens, instructionTokens }) => instructionTokens > budgetTokens);
+    .filter(({ budget }) => transcriptTokens(budget) < 0);
   if (over.length === 0) return [];
   const providers = over.map(({ provider }) => provider).join(", ");
   return [
-    `agents.${id}.instructions: about ${over[0]!.instructionTokens} tokens, more than the context budget ` +
-      `of ${providers} (providers.<name>.contextBudgetTokens): requests there will carry only the newest turn`,
+    `agents.${id}.instructions: about ${over[0]!.budget.instructionTokens} tokens, more than the context ` +
+      `budget of ${providers} (providers.<name>.contextBudgetTokens): requests there will carry only the newest turn`,
   ];
 }
 
