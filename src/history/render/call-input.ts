@@ -2,10 +2,12 @@
  * A call's input as the provider is sent it: the object (a non-object input is wrapped as `{ value }`,
  * an unserializable one replaced by `{}`), its JSON, and what had to be coerced to get there. Computed
  * once per call block object, however often the block is rendered: a block's input does not change
- * after the call is recorded (checked by identity all the same).
+ * after the call is recorded (checked by identity all the same). The facts about the call's ids that
+ * id projection finds (ids.ts) are kept beside it, for the same reason.
  */
 import type { RenderDiagnostics } from "./types.js";
 import type { HistoryBlock, ToolCallBlock } from "../model.js";
+import { emptyIdFacts, type IdFacts } from "./ids.js";
 
 export type CoercionReason = RenderDiagnostics["coercedInputs"][number]["reason"];
 
@@ -14,6 +16,8 @@ export type SerializedInput = {
   input: Record<string, unknown>;
   json: string;
   coercions: readonly CoercionReason[];
+  /** Filled in by id projection, one format at a time. */
+  idFacts: IdFacts;
 };
 
 export const NO_COERCIONS: readonly CoercionReason[] = [];
@@ -46,6 +50,7 @@ export function serializeInput(block: HistoryBlock & ToolCallBlock): SerializedI
     input,
     json,
     coercions: coercions.length === 0 ? NO_COERCIONS : coercions,
+    idFacts: emptyIdFacts(),
   };
   serializedInputs.set(block, serialized);
   return serialized;

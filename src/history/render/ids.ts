@@ -44,9 +44,42 @@ export type ProjectionTarget = {
   readonly callId: string;
   readonly providerCallId: string | undefined;
   readonly name: string;
+  /** Where the facts about the call's ids are kept between projections (undefined: nowhere). */
+  readonly idFacts: IdFacts | undefined;
   projectedId: string;
   idKept: boolean;
 };
+
+/** The formats whose ids are kept or generated one call at a time (Kimi's are counted). */
+export type CallIdFormat = Exclude<IdFormat, "kimi-functions">;
+
+/**
+ * What a call's ids are to one format, which no other call changes: whether the format accepts its
+ * provider's id and its canonical id, and the id generated for it before any re-salting.
+ */
+export type FormatIdFacts = {
+  /** The ids the facts are about. */
+  readonly callId: string;
+  readonly providerCallId: string | undefined;
+  readonly providerAccepted: boolean;
+  readonly canonicalAccepted: boolean;
+  /** Set once the call needed a generated id. */
+  generated: string | undefined;
+};
+
+/**
+ * A call's `FormatIdFacts` for each format that projected it, at the format's `ID_FACTS_SLOTS` index.
+ * Kept with the call block (call-input.ts), so that a block rendered again, for a later turn or after a
+ * fallback, is not tested and hashed again.
+ */
+export type IdFacts = (FormatIdFacts | undefined)[];
+
+const ID_FACTS_SLOTS: Readonly<Record<CallIdFormat, number>> = { call: 0, toolu: 1, "mistral-9": 2 };
+
+/** Room for every format's facts (an array of one size and kind, whichever format fills it first). */
+export function emptyIdFacts(): IdFacts {
+  return [undefined, undefined, undefined];
+}
 
 /** Which call holds each projected id. */
 export type IdHolders = {
@@ -93,6 +126,8 @@ export function isWellFormedId(id: string, format: IdFormat): boolean {
  */
 export class IdProjector {
   private readonly pattern: RegExp;
+  /** Where this format's facts go in a call's `IdFacts` (-1: Kimi, which keeps none). */
+  private readonly factsSlot: number;
   private readonly sanitize = createToolNameSanitizer(TOOL_NAME_PATTERN);
   private lastKimiName: string | undefined;
   private lastKimiPrefix = "";
@@ -106,6 +141,7 @@ export class IdProjector {
     private readonly holders: IdHolders = idHolderMap(),
   ) {
     this.pattern = ID_PATTERNS[format];
+    this.factsSlot = format === "kimi-functions" ? -1 : ID_FACTS_SLOTS[format];
   }
 
   /** Projects `calls[from..]`, the calls first seen since the previous batch. */
@@ -123,13 +159,15 @@ export class IdProjector {
    */
   reserveNative(call: ProjectionTarget): boolean {
     call.idKept = false;
-    if (this.format === "kimi-functions") return true;
-    let native = this.freeNative(call.providerCallId, call);
-    if (native === undefined) native = this.freeNative(call.callId, call);
+    const format = this.format;
+    if (format === "kimi-functions") return true;
+    const facts = this.factsOf(call);
+    let native = facts.providerAccepted ? this.freeNative(call.providerCallId!, call) : undefined;
+    if (native === undefined && facts.canonicalAccepted) native = this.freeNative(call.callId, call);
     if (native === null) return false;
     if (native === undefined) {
       // Drawn now, while the canonical id is at hand; `generate` re-salts it if it is taken.
-      call.projectedId = generateId(call.callId, 0, this.format);
+      call.projectedId = facts.generated ??= generateId(call.callId, 0, format);
       return true;
     }
     call.projectedId = native;
@@ -173,13 +211,31 @@ export class IdProjector {
     return this.lastKimiPrefix;
   }
 
+  /** The call's facts for this format: kept ones when they are about its ids, else tested now and kept. */
+  private factsOf(call: ProjectionTarget): FormatIdFacts {
+    const slot = this.factsSlot;
+    const kept = call.idFacts?.[slot];
+    if (kept !== undefined && kept.callId === call.callId && kept.providerCallId === call.providerCallId) {
+      return kept;
+    }
+    const { callId, providerCallId } = call;
+    const facts: FormatIdFacts = {
+      callId,
+      providerCallId,
+      providerAccepted: providerCallId !== undefined && this.pattern.test(providerCallId),
+      canonicalAccepted: this.pattern.test(callId),
+      generated: undefined,
+    };
+    if (call.idFacts !== undefined) call.idFacts[slot] = facts;
+    return facts;
+  }
+
   /**
-   * `candidate` when the provider accepts it and no call holds it; undefined when it is not accepted or
-   * a kept id already holds it; null when an id generated for an earlier call holds it — a
-   * whole-history projection reserves native ids before generating any, so that call's id would change.
+   * `candidate`, an id the provider accepts, when no call holds it; undefined when a kept id already
+   * holds it; null when an id generated for an earlier call holds it — a whole-history projection
+   * reserves native ids before generating any, so that call's id would change.
    */
-  private freeNative(candidate: string | undefined, call: ProjectionTarget): string | undefined | null {
-    if (candidate === undefined || !this.pattern.test(candidate)) return undefined;
+  private freeNative(candidate: string, call: ProjectionTarget): string | undefined | null {
     const holder = this.holders.holderOf(candidate, call);
     if (holder === undefined) return candidate;
     return holder.idKept ? undefined : null;
@@ -198,6 +254,7 @@ export function projectCallIds(calls: readonly ProjectableCall[], format: IdForm
       callId: call.callId,
       providerCallId: call.providerCallId,
       name: call.name,
+      idFacts: undefined,
       projectedId: "",
       idKept: false,
     });
@@ -220,7 +277,7 @@ const TOOLU_PREFIX_CODES = Array.from("toolu_", (character) => character.charCod
 type IdCodes = { codes: number[]; prefixLength: number };
 
 /** One array per format, reused by every id (each is made into a string before `generateId` returns). */
-const GENERATED_CODES: Readonly<Record<Exclude<IdFormat, "kimi-functions">, IdCodes>> = {
+const GENERATED_CODES: Readonly<Record<CallIdFormat, IdCodes>> = {
   call: idCodes(CALL_PREFIX_CODES, GENERATED_SUFFIX_LENGTH),
   toolu: idCodes(TOOLU_PREFIX_CODES, GENERATED_SUFFIX_LENGTH),
   "mistral-9": idCodes([], MISTRAL_ID_LENGTH),
@@ -230,7 +287,7 @@ function idCodes(prefix: readonly number[], suffixLength: number): IdCodes {
   return { codes: [...prefix, ...new Array<number>(suffixLength).fill(0)], prefixLength: prefix.length };
 }
 
-function generateId(callId: string, salt: number, format: Exclude<IdFormat, "kimi-functions">): string {
+function generateId(callId: string, salt: number, format: CallIdFormat): string {
   const { codes, prefixLength } = GENERATED_CODES[format];
   // mulberry32 seeded with the hash: a small deterministic generator, fresh bits for each character.
   let state = hash32(callId, salt);

@@ -15,7 +15,7 @@
  */
 import type { HistoryBlock, ToolCallBlock, ToolResponseBlock, ToolResponseStatus } from "../model.js";
 import { serializeInput, type SerializedInput } from "./call-input.js";
-import { IdProjector, type IdHolders, type ProjectionTarget } from "./ids.js";
+import { IdProjector, type IdFacts, type IdHolders, type ProjectionTarget } from "./ids.js";
 import type { IdFormat } from "./profiles.js";
 import { createToolNameSanitizer } from "./tool-names.js";
 import type { DedupeReason, RenderDiagnostics } from "./types.js";
@@ -65,6 +65,10 @@ export class CallRecord implements ProjectionTarget {
 
   get providerCallId(): string | undefined {
     return this.call?.providerCallId;
+  }
+
+  get idFacts(): IdFacts | undefined {
+    return this.input?.idFacts;
   }
 
   get hasResult(): boolean {
