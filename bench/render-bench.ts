@@ -19,10 +19,22 @@
  * from one Map, no id projection, no checks, no diagnostics, no budget, nothing kept for the next
  * render. It is not a renderer (it trusts the history it is given); it is the floor under one.
  *
- * Standalone: `npx tsx bench/render-bench.ts`. `measureRenderer()` is exported for bench/run.ts.
+ * bench/run.ts measures in RENDER_PROCESSES fresh processes, one after another, with the server's Node
+ * flags (the renderer runs inside the server), and reports the median of each figure over them, every
+ * ratio taken within one process (`measureRendererInFreshProcesses`, `combineRenderReports`). Measured
+ * in the bench's own process, after the sections before it had filled its heap, and without the
+ * server's larger young generation, the renders and the bare pass were slowed unevenly: Anthropic's 10k
+ * ratio was 6.65 in one run and 10.36 in the next, its renderer unchanged. A fresh process has luck of
+ * its own (its compiled code, where its objects lie: one process's ratio may be twice another's), hence
+ * several, and every process's ratios printed beside the medians.
+ *
+ * Standalone: `npx tsx bench/render-bench.ts` (one process, this one; `--json`: the report as JSON).
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { PROJECT_ROOT, SERVER_NODE_FLAGS } from "../test/helpers/server.js";
 import type { HistoryBlock, ToolResponseStatus } from "../src/history/model.js";
 import { withFields } from "../src/objects.js";
 import { resultRank } from "../src/history/render/pairing.js";
@@ -358,9 +370,7 @@ export function measureRenderer(): RenderBenchReport {
     PROFILE_NAMES.map((profile) => [profile, fastest(profile, 100_000) / fastest(profile, 10_000)]),
   ) as Record<ProfileName, number>;
   const referenceRatio = referenceMs[100_000] / referenceMs[10_000];
-  const linear = Object.values(ratios).every(
-    (ratio) => ratio <= MAX_RATIO_OVER_REFERENCE * Math.max(referenceRatio, 10),
-  );
+  const linear = isLinear(ratios, referenceRatio);
 
   const largest = histories.get(100_000)!;
   const goals = PROFILE_NAMES.map((profile): RenderGoalRow => {
@@ -375,18 +385,130 @@ export function measureRenderer(): RenderBenchReport {
       resultsLost: resultsLost(largest, renderProviderRequest(largest, profile, RENDER_OPTIONS)),
     };
   });
-  const goalsMet = goals.every(
+  return { rows, ratios, referenceRatio, linear, referenceMs, floorMs, goals, goalsMet: goalsMetBy(goals) };
+}
+
+/** Every profile's render grows within MAX_RATIO_OVER_REFERENCE of the reference pass's growth. */
+function isLinear(ratios: Record<ProfileName, number>, referenceRatio: number): boolean {
+  return Object.values(ratios).every(
+    (ratio) => ratio <= MAX_RATIO_OVER_REFERENCE * Math.max(referenceRatio, 10),
+  );
+}
+
+function goalsMetBy(goals: readonly RenderGoalRow[]): boolean {
+  return goals.every(
     (goal) =>
       goal.versusReference100k <= GOAL_VS_REFERENCE_100K &&
       goal.versusReference10k <= GOAL_VS_REFERENCE_10K &&
       goal.oneMoreTurnShare <= GOAL_ONE_MORE_TURN_SHARE &&
       goal.resultsLost === 0,
   );
-  return { rows, ratios, referenceRatio, linear, referenceMs, floorMs, goals, goalsMet };
 }
 
-export function formatRenderReport(report: RenderBenchReport): string[] {
+/** Fresh processes bench/run.ts measures the renderer in; its figures are the medians over them. */
+export const RENDER_PROCESSES = 5;
+/** How long one process's measurement may take (about 10 s on two cores) before the bench gives up. */
+const RENDER_PROCESS_LIMIT_MS = 120_000;
+const JSON_FLAG = "--json";
+
+/** `measureRenderer()` in `count` fresh processes, one after another; their reports in order. */
+export async function measureRendererInFreshProcesses(count: number): Promise<RenderBenchReport[]> {
+  const reports: RenderBenchReport[] = [];
+  for (let run = 0; run < count; run++) reports.push(await measureInFreshProcess());
+  return reports;
+}
+
+/**
+ * Runs this module with `--json` in a new Node process with the server's flags; killed at
+ * RENDER_PROCESS_LIMIT_MS, and when the bench exits first.
+ */
+async function measureInFreshProcess(): Promise<RenderBenchReport> {
+  const child = spawn(
+    process.execPath,
+    [...SERVER_NODE_FLAGS, "--import", "tsx", fileURLToPath(import.meta.url), JSON_FLAG],
+    { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  const timer = setTimeout(kill, RENDER_PROCESS_LIMIT_MS);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  try {
+    const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+    if (code !== 0) {
+      throw new Error(`the renderer's measurement process ended with ${code ?? signal}: ${stderr.trim()}`);
+    }
+    return JSON.parse(stdout) as RenderBenchReport;
+  } finally {
+    clearTimeout(timer);
+    process.removeListener("exit", kill);
+  }
+}
+
+/**
+ * One report from several processes' (in the same order of rows and goals): each figure the median of
+ * the processes' figures — each ratio, and each share, taken within its process — and results lost the
+ * most any process lost; growth and goals judged on those medians.
+ */
+export function combineRenderReports(reports: readonly RenderBenchReport[]): RenderBenchReport {
+  const middle = (figure: (report: RenderBenchReport) => number) => median(reports.map(figure));
+  const [first] = reports;
+  if (first === undefined) throw new Error("no render report to combine");
+  const rows = first.rows.map(({ profile, blocks }, index): RenderBenchRow => ({
+    profile,
+    blocks,
+    medianMs: middle((report) => report.rows[index]!.medianMs),
+    fastestMs: middle((report) => report.rows[index]!.fastestMs),
+    microsecondsPerBlock: middle((report) => report.rows[index]!.microsecondsPerBlock),
+  }));
+  const ratios = Object.fromEntries(
+    PROFILE_NAMES.map((profile) => [profile, middle((report) => report.ratios[profile])]),
+  ) as Record<ProfileName, number>;
+  const referenceRatio = middle((report) => report.referenceRatio);
+  const perSize = (figure: (report: RenderBenchReport) => Record<Size, number>) =>
+    Object.fromEntries(SIZES.map((size) => [size, middle((report) => figure(report)[size])])) as Record<
+      Size,
+      number
+    >;
+  const goals = first.goals.map(({ profile }, index): RenderGoalRow => ({
+    profile,
+    coldMs: middle((report) => report.goals[index]!.coldMs),
+    versusReference100k: middle((report) => report.goals[index]!.versusReference100k),
+    versusReference10k: middle((report) => report.goals[index]!.versusReference10k),
+    oneMoreTurnMs: middle((report) => report.goals[index]!.oneMoreTurnMs),
+    oneMoreTurnShare: middle((report) => report.goals[index]!.oneMoreTurnShare),
+    resultsLost: Math.max(...reports.map((report) => report.goals[index]!.resultsLost)),
+  }));
+  return {
+    rows,
+    ratios,
+    referenceRatio,
+    linear: isLinear(ratios, referenceRatio),
+    referenceMs: perSize((report) => report.referenceMs),
+    floorMs: perSize((report) => report.floorMs),
+    goals,
+    goalsMet: goalsMetBy(goals),
+  };
+}
+
+/**
+ * The report's lines; with `processes` (the reports `report` combines), a line saying so first and,
+ * after the goals, each process's own ratios to the bare pass.
+ */
+export function formatRenderReport(
+  report: RenderBenchReport,
+  processes: readonly RenderBenchReport[] = [],
+): string[] {
   const lines = [
+    ...(processes.length > 1
+      ? [
+          `every figure the median over ${processes.length} fresh processes (node ${SERVER_NODE_FLAGS.join(" ")}, as the server runs), ` +
+            "each ratio and share taken within its process",
+          "",
+        ]
+      : []),
     "profile     blocks    median ms   fastest ms   µs/block (median)",
     "----------  -------   ---------   ----------   -----------------",
   ];
@@ -423,15 +545,29 @@ export function formatRenderReport(report: RenderBenchReport): string[] {
       `${goal.profile.padEnd(10)}  ${goal.versusReference100k.toFixed(2).padStart(10)}   ${goal.versusReference10k.toFixed(2).padStart(9)}   ${goal.coldMs.toFixed(1).padStart(12)}   ${goal.oneMoreTurnMs.toFixed(3).padStart(16)}   ${`${(goal.oneMoreTurnShare * 100).toFixed(2)} %`.padStart(13)}   ${String(goal.resultsLost).padStart(12)}`,
     );
   }
+  if (processes.length > 1) {
+    lines.push("each process's ×bare 100k | ×bare 10k, in the order they ran:");
+    report.goals.forEach(({ profile }, index) => {
+      const each = (figure: (goal: RenderGoalRow) => number) =>
+        processes.map((other) => figure(other.goals[index]!).toFixed(2)).join(" ");
+      lines.push(
+        `${profile.padEnd(10)}  ${each((goal) => goal.versusReference100k)} | ${each((goal) => goal.versusReference10k)}`,
+      );
+    });
+  }
   lines.push(report.goalsMet ? "goals: met" : "goals: NOT all met on this machine (see the ratios above)");
   return lines;
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const report = measureRenderer();
-  console.log(
-    "Transcript renderer: renderProviderRequest (render + adapter), thinking on, a system prompt, no budget cut\n",
-  );
-  for (const line of formatRenderReport(report)) console.log(line);
-  if (!report.linear) process.exitCode = 1;
+  if (process.argv.includes(JSON_FLAG)) {
+    process.stdout.write(JSON.stringify(report));
+  } else {
+    console.log(
+      "Transcript renderer: renderProviderRequest (render + adapter), thinking on, a system prompt, no budget cut\n",
+    );
+    for (const line of formatRenderReport(report)) console.log(line);
+    if (!report.linear) process.exitCode = 1;
+  }
 }

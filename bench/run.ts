@@ -20,7 +20,12 @@ import {
   withTimeout,
   type BenchServer,
 } from "./lib.js";
-import { formatRenderReport, measureRenderer } from "./render-bench.js";
+import {
+  RENDER_PROCESSES,
+  combineRenderReports,
+  formatRenderReport,
+  measureRendererInFreshProcesses,
+} from "./render-bench.js";
 import { measureRunnerOverhead } from "./runner-overhead.js";
 import { measureThroughput } from "./throughput.js";
 import { TIMEOUT_SERVER_ENVIRONMENT, measureTimeoutPrecision } from "./timeout-precision.js";
@@ -91,8 +96,9 @@ async function main(): Promise<void> {
     print(
       "7. Transcript renderer — renderProviderRequest (render + adapter), thinking on, a system prompt, no budget cut",
     );
-    const renderReport = measureRenderer();
-    for (const line of formatRenderReport(renderReport)) print(`  ${line}`);
+    const processes = await measureRendererInFreshProcesses(RENDER_PROCESSES);
+    const renderReport = combineRenderReports(processes);
+    for (const line of formatRenderReport(renderReport, processes)) print(`  ${line}`);
     if (!renderReport.linear) throw new Error("render time did not grow linearly with history size");
   });
 
