@@ -3,14 +3,22 @@
  * stop (the same stop serves other server processes, such as the Hono baseline), a lean SSE client
  * that stamps every event with a high-resolution receive time (kept apart from the tests' client so
  * that measurement code does no per-wait re-parsing), the garbage collections of the bench client and
- * of a server (whose pauses are in a latency figure), and percentile summaries.
+ * of a server (whose pauses are in a latency figure), percentile summaries, and fresh processes for
+ * measurements that must not share the bench's heap.
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { PerformanceObserver, performance, type PerformanceEntry } from "node:perf_hooks";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { TurnEvent } from "../src/events.js";
-import { startServer as startServerProcess, type ServerHandle } from "../test/helpers/server.js";
+import {
+  PROJECT_ROOT,
+  SERVER_NODE_FLAGS,
+  startServer as startServerProcess,
+  type ServerHandle,
+} from "../test/helpers/server.js";
 
 const SERVER_START_LIMIT_MS = 30_000;
 /** How long a bench request, and a wait for an event on a stream, may take before the run fails. */
@@ -54,6 +62,53 @@ export async function withTimeout<T>(promise: Promise<T>, limitMs: number, label
     return await Promise.race([promise, expiry]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Measurement processes
+
+/**
+ * Runs the bench module `script` with `args` in a fresh Node process with the server's Node flags (its
+ * sources through tsx, as `npm start` runs them; PATH and HOME its only environment, as a test server's),
+ * and resolves with what it printed once it exited with 0. It is killed, and the run fails, at
+ * `limitMs`; it is killed when the bench exits first.
+ */
+export async function runMeasurementProcess(
+  script: string,
+  args: readonly string[],
+  limitMs: number,
+  label: string,
+): Promise<string> {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, "--import", "tsx", script, ...args], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, limitMs);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  try {
+    // "close", not "exit": it comes once stdout and stderr have ended too
+    const [code, signal] = (await once(child, "close").catch((error: unknown) => {
+      throw new Error(`${label}: could not start: ${error instanceof Error ? error.message : String(error)}`);
+    })) as [number | null, NodeJS.Signals | null];
+    if (timedOut) throw new Error(`${label}: did not finish within ${limitMs} ms`);
+    if (code !== 0) {
+      throw new Error(`${label}: ended with ${code ?? signal}${stderr.trim() ? `:\n${stderr.trim()}` : ""}`);
+    }
+    return stdout;
+  } finally {
+    clearTimeout(timer);
+    process.removeListener("exit", kill);
   }
 }
 

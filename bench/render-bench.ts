@@ -21,20 +21,18 @@
  *
  * bench/run.ts measures in RENDER_PROCESSES fresh processes, one after another, with the server's Node
  * flags (the renderer runs inside the server), and reports the median of each figure over them, every
- * ratio taken within one process (`measureRendererInFreshProcesses`, `combineRenderReports`). Measured
- * in the bench's own process, after the sections before it had filled its heap, and without the
- * server's larger young generation, the renders and the bare pass were slowed unevenly: Anthropic's 10k
- * ratio was 6.65 in one run and 10.36 in the next, its renderer unchanged. A fresh process has luck of
- * its own (its compiled code, where its objects lie: one process's ratio may be twice another's), hence
- * several, and every process's ratios printed beside the medians.
+ * ratio and share taken within one process (`measureRendererInFreshProcesses`, `combineRenderReports`).
+ * Not in the bench's own process: the sections before this one fill its heap, and their leftovers slowed
+ * the renders and the bare pass unevenly from one run to the next. Several, because each fresh process
+ * has luck of its own too (the code V8 compiled for it, where its objects lie): one process's ratio may
+ * be three times another's, and every process's ratios to the bare pass are printed beside the medians.
  *
  * Standalone: `npx tsx bench/render-bench.ts` (one process, this one; `--json`: the report as JSON).
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { PROJECT_ROOT, SERVER_NODE_FLAGS } from "../test/helpers/server.js";
+import { SERVER_NODE_FLAGS } from "../test/helpers/server.js";
+import { runMeasurementProcess } from "./lib.js";
 import type { HistoryBlock, ToolResponseStatus } from "../src/history/model.js";
 import { withFields } from "../src/objects.js";
 import { resultRank } from "../src/history/render/pairing.js";
@@ -103,6 +101,8 @@ export type RenderBenchReport = {
   referenceMs: Record<Size, number>;
   /** Fastest direct pass per size (the floor under any renderer's output). */
   floorMs: Record<Size, number>;
+  /** floorMs / referenceMs per size. */
+  floorVersusReference: Record<Size, number>;
   goals: RenderGoalRow[];
   goalsMet: boolean;
 };
@@ -191,7 +191,8 @@ function response(callId: string, status: ToolResponseStatus, result: string): R
 
 function median(values: number[]): number {
   const sorted = [...values].sort((left, right) => left - right);
-  return sorted[Math.floor(sorted.length / 2)]!;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 function timeRender(
@@ -385,7 +386,20 @@ export function measureRenderer(): RenderBenchReport {
       resultsLost: resultsLost(largest, renderProviderRequest(largest, profile, RENDER_OPTIONS)),
     };
   });
-  return { rows, ratios, referenceRatio, linear, referenceMs, floorMs, goals, goalsMet: goalsMetBy(goals) };
+  const floorVersusReference = Object.fromEntries(
+    SIZES.map((size) => [size, floorMs[size] / referenceMs[size]]),
+  ) as Record<Size, number>;
+  return {
+    rows,
+    ratios,
+    referenceRatio,
+    linear,
+    referenceMs,
+    floorMs,
+    floorVersusReference,
+    goals,
+    goalsMet: goalsMetBy(goals),
+  };
 }
 
 /** Every profile's render grows within MAX_RATIO_OVER_REFERENCE of the reference pass's growth. */
@@ -418,67 +432,63 @@ export async function measureRendererInFreshProcesses(count: number): Promise<Re
   return reports;
 }
 
-/**
- * Runs this module with `--json` in a new Node process with the server's flags; killed at
- * RENDER_PROCESS_LIMIT_MS, and when the bench exits first.
- */
+/** One fresh process running this module with `--json`, its report parsed. */
 async function measureInFreshProcess(): Promise<RenderBenchReport> {
-  const child = spawn(
-    process.execPath,
-    [...SERVER_NODE_FLAGS, "--import", "tsx", fileURLToPath(import.meta.url), JSON_FLAG],
-    { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  const label = "the renderer's measurement process";
+  const printed = await runMeasurementProcess(
+    fileURLToPath(import.meta.url),
+    [JSON_FLAG],
+    RENDER_PROCESS_LIMIT_MS,
+    label,
   );
-  const kill = () => child.kill("SIGKILL");
-  process.once("exit", kill);
-  const timer = setTimeout(kill, RENDER_PROCESS_LIMIT_MS);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   try {
-    const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
-    if (code !== 0) {
-      throw new Error(`the renderer's measurement process ended with ${code ?? signal}: ${stderr.trim()}`);
-    }
-    return JSON.parse(stdout) as RenderBenchReport;
-  } finally {
-    clearTimeout(timer);
-    process.removeListener("exit", kill);
+    return JSON.parse(printed) as RenderBenchReport;
+  } catch {
+    throw new Error(`${label} printed no report: ${printed.slice(0, 200)}`);
   }
 }
 
 /**
- * One report from several processes' (in the same order of rows and goals): each figure the median of
- * the processes' figures — each ratio, and each share, taken within its process — and results lost the
- * most any process lost; growth and goals judged on those medians.
+ * One report from several processes': each figure the median of the processes' figures — each ratio,
+ * and each share, taken within its process — and results lost the most any process lost; growth and
+ * goals judged on those medians. The reports must hold the same rows and goals in the same order (they
+ * come from the same code).
  */
 export function combineRenderReports(reports: readonly RenderBenchReport[]): RenderBenchReport {
-  const middle = (figure: (report: RenderBenchReport) => number) => median(reports.map(figure));
   const [first] = reports;
   if (first === undefined) throw new Error("no render report to combine");
-  const rows = first.rows.map(({ profile, blocks }, index): RenderBenchRow => ({
-    profile,
-    blocks,
-    medianMs: middle((report) => report.rows[index]!.medianMs),
-    fastestMs: middle((report) => report.rows[index]!.fastestMs),
-    microsecondsPerBlock: middle((report) => report.rows[index]!.microsecondsPerBlock),
-  }));
-  const ratios = Object.fromEntries(
-    PROFILE_NAMES.map((profile) => [profile, middle((report) => report.ratios[profile])]),
-  ) as Record<ProfileName, number>;
-  const referenceRatio = middle((report) => report.referenceRatio);
+  const sameLayout = reports.every(
+    (report) =>
+      report.rows.every(
+        (row, index) =>
+          row.profile === first.rows[index]?.profile && row.blocks === first.rows[index]?.blocks,
+      ) && report.goals.every((goal, index) => goal.profile === first.goals[index]?.profile),
+  );
+  if (!sameLayout) throw new Error("render reports of different layouts cannot be combined");
+  const medianOver = (figure: (report: RenderBenchReport) => number) => median(reports.map(figure));
   const perSize = (figure: (report: RenderBenchReport) => Record<Size, number>) =>
-    Object.fromEntries(SIZES.map((size) => [size, middle((report) => figure(report)[size])])) as Record<
+    Object.fromEntries(SIZES.map((size) => [size, medianOver((report) => figure(report)[size])])) as Record<
       Size,
       number
     >;
+  const rows = first.rows.map(({ profile, blocks }, index): RenderBenchRow => ({
+    profile,
+    blocks,
+    medianMs: medianOver((report) => report.rows[index]!.medianMs),
+    fastestMs: medianOver((report) => report.rows[index]!.fastestMs),
+    microsecondsPerBlock: medianOver((report) => report.rows[index]!.microsecondsPerBlock),
+  }));
+  const ratios = Object.fromEntries(
+    PROFILE_NAMES.map((profile) => [profile, medianOver((report) => report.ratios[profile])]),
+  ) as Record<ProfileName, number>;
+  const referenceRatio = medianOver((report) => report.referenceRatio);
   const goals = first.goals.map(({ profile }, index): RenderGoalRow => ({
     profile,
-    coldMs: middle((report) => report.goals[index]!.coldMs),
-    versusReference100k: middle((report) => report.goals[index]!.versusReference100k),
-    versusReference10k: middle((report) => report.goals[index]!.versusReference10k),
-    oneMoreTurnMs: middle((report) => report.goals[index]!.oneMoreTurnMs),
-    oneMoreTurnShare: middle((report) => report.goals[index]!.oneMoreTurnShare),
+    coldMs: medianOver((report) => report.goals[index]!.coldMs),
+    versusReference100k: medianOver((report) => report.goals[index]!.versusReference100k),
+    versusReference10k: medianOver((report) => report.goals[index]!.versusReference10k),
+    oneMoreTurnMs: medianOver((report) => report.goals[index]!.oneMoreTurnMs),
+    oneMoreTurnShare: medianOver((report) => report.goals[index]!.oneMoreTurnShare),
     resultsLost: Math.max(...reports.map((report) => report.goals[index]!.resultsLost)),
   }));
   return {
@@ -488,24 +498,25 @@ export function combineRenderReports(reports: readonly RenderBenchReport[]): Ren
     linear: isLinear(ratios, referenceRatio),
     referenceMs: perSize((report) => report.referenceMs),
     floorMs: perSize((report) => report.floorMs),
+    floorVersusReference: perSize((report) => report.floorVersusReference),
     goals,
     goalsMet: goalsMetBy(goals),
   };
 }
 
 /**
- * The report's lines; with `processes` (the reports `report` combines), a line saying so first and,
- * after the goals, each process's own ratios to the bare pass.
+ * The report's lines; with `processReports` (the reports `report` combines), a line saying so first
+ * and, after the goals, each process's own ratios to the bare pass.
  */
 export function formatRenderReport(
   report: RenderBenchReport,
-  processes: readonly RenderBenchReport[] = [],
+  processReports: readonly RenderBenchReport[] = [],
 ): string[] {
   const lines = [
-    ...(processes.length > 1
+    ...(processReports.length > 1
       ? [
-          `every figure the median over ${processes.length} fresh processes (node ${SERVER_NODE_FLAGS.join(" ")}, as the server runs), ` +
-            "each ratio and share taken within its process",
+          `figures: medians over ${processReports.length} fresh processes (node ${SERVER_NODE_FLAGS.join(" ")}, the server's flags; ` +
+            "sources through tsx), each ratio and share taken within its process; results lost: the most any process lost",
           "",
         ]
       : []),
@@ -535,8 +546,8 @@ export function formatRenderReport(
       `one more turn ≤ ${GOAL_ONE_MORE_TURN_SHARE * 100} % of a full render; no result lost`,
     `bare pass: ${report.referenceMs[10_000].toFixed(2)} ms at 10k, ${report.referenceMs[100_000].toFixed(2)} ms at 100k`,
     `direct pass (the same Anthropic messages, no checks, ids, diagnostics or budget): ` +
-      `${report.floorMs[10_000].toFixed(2)} ms at 10k (${(report.floorMs[10_000] / report.referenceMs[10_000]).toFixed(2)}× bare), ` +
-      `${report.floorMs[100_000].toFixed(2)} ms at 100k (${(report.floorMs[100_000] / report.referenceMs[100_000]).toFixed(2)}× bare)`,
+      `${report.floorMs[10_000].toFixed(2)} ms at 10k (${report.floorVersusReference[10_000].toFixed(2)}× bare), ` +
+      `${report.floorMs[100_000].toFixed(2)} ms at 100k (${report.floorVersusReference[100_000].toFixed(2)}× bare)`,
     "profile     ×bare 100k   ×bare 10k   cold 100k ms   one more turn ms   share of full   results lost",
     "----------  ----------   ---------   ------------   ----------------   -------------   ------------",
   );
@@ -545,11 +556,11 @@ export function formatRenderReport(
       `${goal.profile.padEnd(10)}  ${goal.versusReference100k.toFixed(2).padStart(10)}   ${goal.versusReference10k.toFixed(2).padStart(9)}   ${goal.coldMs.toFixed(1).padStart(12)}   ${goal.oneMoreTurnMs.toFixed(3).padStart(16)}   ${`${(goal.oneMoreTurnShare * 100).toFixed(2)} %`.padStart(13)}   ${String(goal.resultsLost).padStart(12)}`,
     );
   }
-  if (processes.length > 1) {
+  if (processReports.length > 1) {
     lines.push("each process's ×bare 100k | ×bare 10k, in the order they ran:");
     report.goals.forEach(({ profile }, index) => {
       const each = (figure: (goal: RenderGoalRow) => number) =>
-        processes.map((other) => figure(other.goals[index]!).toFixed(2)).join(" ");
+        processReports.map((processReport) => figure(processReport.goals[index]!).toFixed(2)).join(" ");
       lines.push(
         `${profile.padEnd(10)}  ${each((goal) => goal.versusReference100k)} | ${each((goal) => goal.versusReference10k)}`,
       );

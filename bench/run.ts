@@ -96,9 +96,9 @@ async function main(): Promise<void> {
     print(
       "7. Transcript renderer — renderProviderRequest (render + adapter), thinking on, a system prompt, no budget cut",
     );
-    const processes = await measureRendererInFreshProcesses(RENDER_PROCESSES);
-    const renderReport = combineRenderReports(processes);
-    for (const line of formatRenderReport(renderReport, processes)) print(`  ${line}`);
+    const processReports = await measureRendererInFreshProcesses(RENDER_PROCESSES);
+    const renderReport = combineRenderReports(processReports);
+    for (const line of formatRenderReport(renderReport, processReports)) print(`  ${line}`);
     if (!renderReport.linear) throw new Error("render time did not grow linearly with history size");
   });
 
