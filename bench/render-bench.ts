@@ -337,9 +337,7 @@ function fastestPassMs(
 export function measureRenderer(): RenderBenchReport {
   const histories = new Map(SIZES.map((size) => [size, syntheticHistory(size)]));
   const fastestPerSize = (pass: (history: readonly HistoryBlock[]) => number) =>
-    Object.fromEntries(
-      SIZES.map((size) => [size, fastestPassMs(pass, histories.get(size)!, TIMED_RUNS[size] * 2)]),
-    ) as Record<Size, number>;
+    bySize((size) => fastestPassMs(pass, histories.get(size)!, TIMED_RUNS[size] * 2));
   const referenceMs = fastestPerSize(referencePass);
   const floorMs = fastestPerSize(directPass);
   const rows: RenderBenchRow[] = [];
@@ -367,9 +365,7 @@ export function measureRenderer(): RenderBenchReport {
   }
   const fastest = (profile: ProfileName, size: number) =>
     rows.find((row) => row.profile === profile && row.blocks === size)!.fastestMs;
-  const ratios = Object.fromEntries(
-    PROFILE_NAMES.map((profile) => [profile, fastest(profile, 100_000) / fastest(profile, 10_000)]),
-  ) as Record<ProfileName, number>;
+  const ratios = byProfile((profile) => fastest(profile, 100_000) / fastest(profile, 10_000));
   const referenceRatio = referenceMs[100_000] / referenceMs[10_000];
   const linear = isLinear(ratios, referenceRatio);
 
@@ -386,9 +382,6 @@ export function measureRenderer(): RenderBenchReport {
       resultsLost: resultsLost(largest, renderProviderRequest(largest, profile, RENDER_OPTIONS)),
     };
   });
-  const floorVersusReference = Object.fromEntries(
-    SIZES.map((size) => [size, floorMs[size] / referenceMs[size]]),
-  ) as Record<Size, number>;
   return {
     rows,
     ratios,
@@ -396,10 +389,21 @@ export function measureRenderer(): RenderBenchReport {
     linear,
     referenceMs,
     floorMs,
-    floorVersusReference,
+    floorVersusReference: bySize((size) => floorMs[size] / referenceMs[size]),
     goals,
     goalsMet: goalsMetBy(goals),
   };
+}
+
+function bySize(figure: (size: Size) => number): Record<Size, number> {
+  return Object.fromEntries(SIZES.map((size) => [size, figure(size)])) as Record<Size, number>;
+}
+
+function byProfile(figure: (profile: ProfileName) => number): Record<ProfileName, number> {
+  return Object.fromEntries(PROFILE_NAMES.map((profile) => [profile, figure(profile)])) as Record<
+    ProfileName,
+    number
+  >;
 }
 
 /** Every profile's render grows within MAX_RATIO_OVER_REFERENCE of the reference pass's growth. */
@@ -467,10 +471,7 @@ export function combineRenderReports(reports: readonly RenderBenchReport[]): Ren
   if (!sameLayout) throw new Error("render reports of different layouts cannot be combined");
   const medianOver = (figure: (report: RenderBenchReport) => number) => median(reports.map(figure));
   const perSize = (figure: (report: RenderBenchReport) => Record<Size, number>) =>
-    Object.fromEntries(SIZES.map((size) => [size, medianOver((report) => figure(report)[size])])) as Record<
-      Size,
-      number
-    >;
+    bySize((size) => medianOver((report) => figure(report)[size]));
   const rows = first.rows.map(({ profile, blocks }, index): RenderBenchRow => ({
     profile,
     blocks,
@@ -478,9 +479,7 @@ export function combineRenderReports(reports: readonly RenderBenchReport[]): Ren
     fastestMs: medianOver((report) => report.rows[index]!.fastestMs),
     microsecondsPerBlock: medianOver((report) => report.rows[index]!.microsecondsPerBlock),
   }));
-  const ratios = Object.fromEntries(
-    PROFILE_NAMES.map((profile) => [profile, medianOver((report) => report.ratios[profile])]),
-  ) as Record<ProfileName, number>;
+  const ratios = byProfile((profile) => medianOver((report) => report.ratios[profile]));
   const referenceRatio = medianOver((report) => report.referenceRatio);
   const goals = first.goals.map(({ profile }, index): RenderGoalRow => ({
     profile,
