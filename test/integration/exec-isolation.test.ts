@@ -205,6 +205,41 @@ describe("exec over a real server with auth and secrets", () => {
   });
 });
 
+describe("exec and a DATA_DIR deeper inside the root", () => {
+  it("a command cannot move a directory above DATA_DIR to uncover the database", async () => {
+    // root/deep/var/data: the mask covers data, but deep and var are the command's to rename — and a
+    // renamed var would take the open database (the server goes on writing it) past every mask
+    mkdirSync(join(root, "deep", "var"), { recursive: true });
+    const dataDir = join(root, "deep", "var", "data");
+    mkdirSync(dataDir);
+    const server = await startServer({ dataDir, env: serverEnvironment() });
+    servers.push(server);
+    await (await start(server, ALICE_TOKEN, `remember ${ALICE_NOTE}`)).untilEnd();
+
+    const rename = await start(
+      server,
+      MALLORY_TOKEN,
+      execMessage("mv deep/var deep/moved; mv deep elsewhere; mv deep/var/data deep/var/open; ls -R ."),
+    );
+    const renamed = toolResultOf(await rename.untilEnd());
+    expect(renamed?.status).toBe("complete");
+    expect(renamed?.result).toMatch(/Device or resource busy/);
+    expect(readdirSync(dataDir)).toContain("reins.db");
+    expect(readdirSync(join(root, "deep"))).toEqual(["var"]);
+
+    const search = await start(
+      server,
+      MALLORY_TOKEN,
+      // under deep only: the root also holds the unmasked data directories of this file's other servers
+      execMessage("grep -r -a -o 'alice-private-note-[0-9a-f]*' deep ; find deep -name 'reins.db*'"),
+    );
+    const searched = toolResultOf(await search.untilEnd());
+    expect(searched?.result).toContain("Exit code:");
+    for (const leak of LEAKS) expect(searched?.result).not.toContain(leak);
+    expect(searched?.result).not.toContain("reins.db");
+  });
+});
+
 describe("exec daemons and the server's end", () => {
   it.each([
     ["a SIGTERM shutdown", "SIGTERM" as const, 0],

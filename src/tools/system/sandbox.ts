@@ -134,16 +134,20 @@ function bwrapArguments(call: SandboxCall, systemMounts: readonly Mount[]): stri
     arguments: ["--bind", root, root],
   }));
   // Masked only where a root would show it; elsewhere it is simply not mounted.
-  const privateMounts = call.privatePaths
-    .filter((privatePath) => call.roots.some((root) => isInside(privatePath, root)))
-    .map((privatePath) => ({
-      target: privatePath,
-      order: PRIVATE_MOUNT,
-      arguments: ["--tmpfs", privatePath, "--remount-ro", privatePath],
-    }));
+  const shown = call.privatePaths.filter((privatePath) =>
+    call.roots.some((root) => isInside(privatePath, root)),
+  );
+  const privateMounts = shown.map((privatePath) => ({
+    target: privatePath,
+    order: PRIVATE_MOUNT,
+    arguments: ["--tmpfs", privatePath, "--remount-ro", privatePath],
+  }));
+  const pinnedMounts = [...new Set(shown.flatMap((privatePath) => pathsToPin(privatePath, call.roots)))].map(
+    (directory) => ({ target: directory, order: ROOT_MOUNT, arguments: ["--bind", directory, directory] }),
+  );
   // bwrap mounts in argument order, so a parent must come before what is mounted inside it:
   // /tmp before a root under /tmp, a root before the DATA_DIR mask inside it.
-  const mounts = [...systemMounts, ...rootMounts, ...privateMounts].sort(
+  const mounts = [...systemMounts, ...rootMounts, ...pinnedMounts, ...privateMounts].sort(
     (left, right) => depthOf(left.target) - depthOf(right.target) || left.order - right.order,
   );
   return [
@@ -166,6 +170,23 @@ function bwrapArguments(call: SandboxCall, systemMounts: readonly Mount[]): stri
     "-c",
     call.command,
   ];
+}
+
+/**
+ * The directories between the roots that hold `privatePath` and the path itself, each to be bound onto
+ * itself: a mount point cannot be renamed or removed (EBUSY). Without them a command could rename a
+ * parent of DATA_DIR (root/var, when DATA_DIR is root/var/data) — on the host, through the root's bind
+ * — and the database, still open and written by the server, would then lie at a path no mask covers.
+ * The mask over `privatePath` and the roots' own binds pin the rest.
+ */
+function pathsToPin(privatePath: string, roots: readonly string[]): string[] {
+  const pinned: string[] = [];
+  let directory = path.dirname(privatePath);
+  while (!roots.includes(directory) && roots.some((root) => isInside(directory, root))) {
+    pinned.push(directory);
+    directory = path.dirname(directory);
+  }
+  return pinned;
 }
 
 /** /usr, its companions as this host has them, the /etc pieces, /proc, /dev and an empty /tmp. */
