@@ -12,6 +12,7 @@ import pino from "pino";
 import { buildApp } from "./app.js";
 import { loadConfig } from "./config/load.js";
 import { ConfigError } from "./errors.js";
+import { closeInheritedDescriptors } from "./inherited-descriptors.js";
 import { createRuntime } from "./runtime.js";
 import { BatchedLogDestination } from "./observability/batched-log-destination.js";
 import { recoverInterruptedTurns } from "./turns/recovery.js";
@@ -45,6 +46,9 @@ function loadEnvFile(): void {
 }
 
 function start(): void {
+  // first, before anything can start a child: an inherited descriptor would reach every one of them,
+  // exec's sandbox included, and open a host file outside the allowed roots
+  const closedDescriptors = closeInheritedDescriptors();
   let loaded;
   try {
     loadEnvFile();
@@ -62,6 +66,12 @@ function start(): void {
   // pipe, and an asynchronous one per line costs a write and its completion per line.
   const logger = pino({ level: config.logLevel }, new BatchedLogDestination());
   for (const warning of warnings) logger.warn({ config: source }, warning);
+  if (closedDescriptors.length > 0) {
+    logger.info(
+      { descriptors: closedDescriptors },
+      "closed descriptors inherited without close-on-exec: commands and MCP servers would have inherited them",
+    );
+  }
 
   let runtime;
   try {

@@ -35,6 +35,11 @@ export type StartOptions = {
   timeoutMs?: number;
   /** Run the build (`dist/main.js`, made by `npm run build`) instead of the sources through tsx. */
   built?: boolean;
+  /**
+   * The server's descriptors from 3 on: a number passes on that descriptor of this process, without
+   * close-on-exec (as a wrapper or process manager may leave one open); "ignore" leaves a number out.
+   */
+  extraStdio?: readonly (number | "ignore")[];
 };
 
 export async function startServer(options: StartOptions = {}): Promise<ServerHandle> {
@@ -52,7 +57,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
       CONFIG_FILE: join(PROJECT_ROOT, "config/default.json"),
       ...options.env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", ...(options.extraStdio ?? [])],
   });
   const lines: string[] = [];
   const exitPromise = new Promise<number | string | null>((resolveExit) => {
