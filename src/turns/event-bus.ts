@@ -41,7 +41,10 @@ export class TurnEventBus {
     private readonly now: () => number,
     lastSeq = 0,
     private readonly onPersistError: (error: unknown, event: TurnEvent) => void = () => {},
-    /** The cap on a turn's events: past it, events are refused and `onReached` is told once. */
+    /**
+     * The cap on a turn's events: past it, events other than calls' results are refused, and
+     * `onReached` is told once.
+     */
     private readonly limit?: { maxEvents: number; onReached: () => void },
   ) {
     this.seq = lastSeq;
@@ -81,7 +84,9 @@ export class TurnEventBus {
         this.limitReached = true;
         this.limit.onReached();
       }
-      return undefined;
+      // A call's result goes past the cap like the abort's closing results: a call that ends before the
+      // abort (which follows in a microtask) has its result in history, and its stream must say so too.
+      if (body.type !== "tool_result") return undefined;
     }
     const event = withFields(body, { turnId: this.turnId, seq: this.seq + 1, at: this.now() }) as TurnEvent;
     try {

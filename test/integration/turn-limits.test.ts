@@ -172,6 +172,34 @@ describe("the events cap (MAX_EVENTS_PER_TURN)", () => {
     const started = ofType(logged, "tool_start").map((event) => event.toolId);
     expect(started.every((toolId) => sentResults.has(toolId))).toBe(true);
   }, 90_000);
+
+  it("sends the result of a call that ends just as the cap is reached, as history has it", async () => {
+    const handle = await server({ MAX_EVENTS_PER_TURN: "100", MAX_STEPS: "60" });
+    // one call a step: turn_start, then tool_start and tool_result per step — the 50th call's start is
+    // event 100, the last under the cap, and its result the first event past it, before the abort runs
+    const steps = Array.from({ length: 55 }, (_, index) => `/tool echo {"text":"step ${index}"}`);
+    const stream = await SseStream.start(handle.baseUrl, {
+      message: [...steps.flatMap((step) => [step, "/then"]), "never reached"].join("\n"),
+    });
+    const events = await stream.untilEnd(60_000);
+    const turnId = turnIdOf(stream);
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "limit" });
+    expect(ofType(events, "tool_start")).toHaveLength(50);
+
+    const { blocks } = await history(handle, sessionIdOf(stream));
+    const stored = blocks.filter(
+      (block): block is Extract<HistoryBlock, ToolResponseBlock> => block.kind === "tool_response",
+    );
+    const sent = ofType(events, "tool_result");
+    // the stream and the log say of every call what history says: the 50th call completed
+    expect(sent.map((event) => [event.toolId, event.status])).toEqual(
+      stored.map((block) => [block.callId, block.status]),
+    );
+    expect(sent.at(-1)).toMatchObject({ status: "complete" });
+    expect((await replay(handle, turnId)).map((event) => event.seq)).toEqual(
+      events.map((event) => event.seq),
+    );
+  }, 90_000);
 });
 
 /**
