@@ -14,9 +14,10 @@ import { newestUserText } from "./chat-schemas.js";
 import { HttpError } from "./http-error.js";
 import { chatRoute, chatStopRoute, chatStreamRoute } from "./route-definitions.js";
 import type { ApiEnv } from "./routes.js";
-import { nodeResponseOf } from "./sse.js";
+import { nodeResponseOf, streamHeadResponse } from "./sse.js";
 import type { StreamRelease } from "./stream-limits.js";
 import { uiMessageResponse } from "./ui-message-response.js";
+import { UI_MESSAGE_STREAM_HEADERS } from "./ui-message-stream.js";
 import { validationHook } from "./validation.js";
 
 export type ChatRouteDeps = {
@@ -73,6 +74,7 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     ownChat(principal, id);
     const turnId = manager.runningTurnIdOf(id);
     if (turnId === undefined) return context.body(null, 204);
+    if (context.req.method === "HEAD") return streamHeadResponse(UI_MESSAGE_STREAM_HEADERS);
     return uiMessageResponse(streamDeps, turnId, deps.acquireStream(principal), nodeResponseOf(context));
   });
 

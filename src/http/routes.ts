@@ -40,7 +40,7 @@ import { renderProviderRequest } from "../history/render/index.js";
 import { StreamLimits } from "./stream-limits.js";
 import { chatRoutes } from "./chat-routes.js";
 import type { StreamTokens } from "./stream-tokens.js";
-import { nodeResponseOf } from "./sse.js";
+import { nodeResponseOf, streamHeadResponse } from "./sse.js";
 import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
 import { encodeSessionCursor } from "./schemas.js";
@@ -335,6 +335,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const afterSeq = headers["last-event-id"] ?? query.lastEventId ?? 0;
     // before taking a stream's place: a client that has it all must not be refused for the limit
     if (hasEverything(streamDeps, id, afterSeq)) return context.body(null, 204);
+    if (context.req.method === "HEAD") return streamHeadResponse();
     const release = acquireStream(principal);
     return streamTurnEvents(streamDeps, id, afterSeq, release, nodeResponseOf(context));
   });

@@ -54,6 +54,16 @@ export type SseOptions = {
 };
 
 /** What the writer uses of the Node response @hono/node-server writes a Response to. */
+/**
+ * What a HEAD request of an event stream gets: the stream's status and headers, and no stream. Hono
+ * answers HEAD with the GET handler and drops the body unread, so a stream opened for it would never
+ * learn that its client went away: it would follow the turn (which then does not end when its real
+ * clients leave) and hold a place in the principal's stream limit until the turn's end.
+ */
+export function streamHeadResponse(headers: Readonly<Record<string, string>> = SSE_HEADERS): Response {
+  return framedResponse(null, { status: 200, headers });
+}
+
 export type NodeResponse = Pick<ServerResponse, "headersSent" | "write" | "end" | "cork" | "uncork">;
 
 /** The Node response behind `context`: there is one when @hono/node-server serves it, none in-process. */

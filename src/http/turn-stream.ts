@@ -57,7 +57,10 @@ export function streamTurnEvents(
         return;
       }
       const followed = deps.manager.follow(active, afterSeq, (event) => {
-        writer.send(event);
+        // Live events are those after the committed ones, so only a Last-Event-ID past what was ever
+        // sent (stale, or made up) skips any: the client says it has them. The turn's end still closes
+        // the stream, as a 204 answers such a client once the turn has ended.
+        if (event.seq > afterSeq) writer.send(event);
         if (isTerminalEvent(event)) writer.close();
       });
       dispose = followed.dispose;

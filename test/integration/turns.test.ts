@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
+import { eventually } from "../helpers/eventually.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
@@ -195,6 +196,47 @@ describe("turns over HTTP", () => {
     expect(await replay.untilEnd()).toEqual(original.slice(4));
     const sseIds = replay.messages.map((message) => message.id);
     expect(sseIds).toEqual(original.slice(4).map((event) => String(event.seq)));
+  });
+
+  it("sends a live turn's events only past a Last-Event-ID beyond them, and closes at its end", async () => {
+    const stream = await SseStream.start(server.baseUrl, {
+      message: '/tool sleep {"ms":400}\n/then\nfinished now',
+    });
+    await stream.next((event) => event.type === "tool_start");
+    const turnId = turnIdOf(stream);
+    // a stale or made-up id: the client says it has events the turn has not even written yet
+    const ahead = await SseStream.open(`${server.baseUrl}/api/turns/${turnId}/events`, {
+      headers: { "Last-Event-ID": "1000" },
+    });
+    const original = await stream.untilEnd();
+    expect(original.at(-1)?.seq).toBeLessThan(1000);
+    expect(await ahead.untilEnd()).toEqual([]);
+  });
+
+  it("answers HEAD of a running turn's stream with its headers, holding no follower", async () => {
+    const stream = await SseStream.start(server.baseUrl, { message: "/tool hang {}" });
+    await stream.next((event) => event.type === "tool_start");
+    const turnId = turnIdOf(stream);
+    const eventsUrl = `${server.baseUrl}/api/turns/${turnId}/events`;
+    const chatUrl = `${server.baseUrl}/api/chat/${sessionIdOf(stream)}/stream`;
+    for (const [url, contentType] of [
+      [eventsUrl, "text/event-stream"],
+      [chatUrl, "text/event-stream"],
+    ] as const) {
+      const head = await fetch(url, { method: "HEAD" });
+      expect(head.status).toBe(200);
+      expect(head.headers.get("content-type")).toContain(contentType);
+    }
+    // the one real client leaves: with ON_DISCONNECT=abort the turn ends, no HEAD keeping it alive
+    await stream.cancel();
+    await eventually(async () => {
+      const { turns } = (await (await fetch(`${server.baseUrl}/api/turns/active`)).json()) as {
+        turns: { turnId: string }[];
+      };
+      expect(turns.map((turn) => turn.turnId)).not.toContain(turnId);
+    });
+    const replay = await SseStream.open(`${eventsUrl}?lastEventId=2`);
+    expect((await replay.untilEnd()).at(-1)).toMatchObject({ type: "turn_abort", reason: "disconnect" });
   });
 
   it("refuses a second turn on a session that has one running", async () => {
