@@ -587,10 +587,13 @@ function openDatabase(filename: string): { db: Database; lock: ProcessLock | und
 
 /**
  * A session's title from its first user message: white space collapsed to single spaces, cut to
- * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half).
+ * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half), each lone
+ * UTF-16 surrogate replaced by U+FFFD. The message may hold one (it is stored as JSON, which escapes it),
+ * but the title goes to a TEXT column as UTF-8, which cannot: it would read back as three U+FFFD, unlike
+ * the title the session holds in memory.
  */
 export function automaticTitle(message: string): string {
-  const characters = Array.from(message.replace(/\s+/g, " ").trim());
+  const characters = Array.from(message.toWellFormed().replace(/\s+/g, " ").trim());
   return characters.slice(0, AUTOMATIC_TITLE_CHARS).join("");
 }
 

@@ -5,7 +5,7 @@
  * joined.
  */
 import { z } from "@hono/zod-openapi";
-import { idSchema, MAX_MESSAGE_CHARS } from "./schemas.js";
+import { idSchema, MAX_MESSAGE_CHARS, modelSchema } from "./schemas.js";
 
 /** Longest chat id (a chat is a reins session with that id). */
 export const MAX_CHAT_ID_CHARS = 64;
@@ -45,7 +45,7 @@ export const chatBodySchema = z
     /** Through the transport's `body` option: the agent a new chat runs as, a provider, a model. */
     agentId: idSchema.optional(),
     provider: z.string().min(1).max(64).optional(),
-    model: z.string().min(1).max(128).optional(),
+    model: modelSchema.optional(),
   })
   .superRefine((body, context) => {
     if (body.trigger === "regenerate-message") {

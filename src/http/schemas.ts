@@ -13,7 +13,23 @@ export const idSchema = z
   .max(128)
   .regex(/^[A-Za-z0-9_-]+$/, "must contain only letters, digits, '_' and '-'");
 
+/**
+ * Refuses a string with a lone UTF-16 surrogate, for fields stored in a plain SQLite TEXT column. JSON
+ * allows one (`"\ud800"`), but it has no UTF-8 form: the column would keep bytes (ED A0 80) that every
+ * later read gives back as three U+FFFD, so what a client was answered and what it reads would differ.
+ * Fields stored inside JSON (a message, an approval's input) need no check: JSON escapes a lone surrogate.
+ */
+function wellFormed<T extends z.ZodString>(schema: T): T {
+  return schema.refine(
+    (value) => value.isWellFormed(),
+    "must be well-formed Unicode (it holds a lone UTF-16 surrogate, half of a character)",
+  );
+}
+
 export const MAX_MESSAGE_CHARS = 200_000;
+
+/** A provider's model: stored as the turn's `model` (TEXT), so well-formed. */
+export const modelSchema = wellFormed(z.string().min(1).max(128));
 
 export const startTurnBodySchema = z
   .strictObject({
@@ -21,7 +37,7 @@ export const startTurnBodySchema = z
     sessionId: idSchema.optional(),
     agentId: idSchema.optional(),
     provider: z.string().min(1).max(64).optional(),
-    model: z.string().min(1).max(128).optional(),
+    model: modelSchema.optional(),
     stepMode: z.boolean().optional(),
   })
   .openapi("StartTurn");
@@ -110,11 +126,13 @@ const sessionCursorSchema = z
   });
 
 export const SESSION_TITLE_MAX_CHARS = 200;
-const titleSchema = z
-  .string()
-  .min(1, "must not be empty")
-  .max(SESSION_TITLE_MAX_CHARS, `must be at most ${SESSION_TITLE_MAX_CHARS} characters`)
-  .regex(/\S/, "must not be only white space");
+const titleSchema = wellFormed(
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(SESSION_TITLE_MAX_CHARS, `must be at most ${SESSION_TITLE_MAX_CHARS} characters`)
+    .regex(/\S/, "must not be only white space"),
+);
 
 export const createSessionBodySchema = z
   .strictObject({ agentId: idSchema.optional(), title: titleSchema.optional() })
