@@ -15,13 +15,19 @@ export function Chat({ chatId, token }: { chatId: string; token?: string }) {
   const { messages, sendMessage, status, stop } = useChat({
     // the chat id is the reins session: the server keeps the history and only reads the newest message
     id: chatId,
-    // resume a turn still running after a reload (GET /api/chat/:id/stream; 204 when none runs)
+    // resume a turn still running after a reload (GET /api/chat/:id/stream; 204 when none runs);
+    // start reins with ON_DISCONNECT=continue, or the reload's dropped stream ends the turn first
     resume: true,
     transport: new DefaultChatTransport({
       api: REINS_CHAT_URL,
       headers: token ? { Authorization: `Bearer ${token}` } : undefined,
       // optional: the agent a new chat runs as (one of GET /api/agents)
       // body: { agentId: "default" },
+      // only the newest message: the server keeps the history, and a long chat's whole history would
+      // outgrow reins' body limit (1 MiB: 413 body_too_large on every later message)
+      prepareSendMessagesRequest: ({ id, messages, body, trigger, messageId }) => ({
+        body: { ...body, id, messages: messages.slice(-1), trigger, messageId },
+      }),
     }),
     onData: (part) => {
       // transient parts: data-tool-progress, data-tool-retry, data-model-retry, data-tool-approval, …

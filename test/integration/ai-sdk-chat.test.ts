@@ -326,6 +326,35 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     ]);
   });
 
+  it("a long chat goes on when the transport sends only the newest message, as the README says", async () => {
+    const chatId = newChatId();
+    // under the 200,000-character limit, but 3 bytes a character: the answer echoes it, and the two
+    // together are past BODY_LIMIT_BYTES (1 MiB) once useChat posts the whole history
+    const long = "長".repeat(180_000);
+    const first = await (await send(chatId, long)).end();
+    const history = [userMessage(long), first, userMessage("short follow-up")];
+    const sendHistory = (transport: DefaultChatTransport<UIMessage>) =>
+      transport.sendMessages({
+        chatId,
+        messages: history,
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      });
+
+    // the default transport posts every message: refused for its size, the chat stuck
+    await expect(sendHistory(transportOf())).rejects.toThrow(/body_too_large/);
+    const newestOnly = new DefaultChatTransport<UIMessage>({
+      api: `${server.baseUrl}/api/chat`,
+      headers: { authorization: `Bearer ${ALICE}` },
+      prepareSendMessagesRequest: ({ id, messages, body, trigger, messageId }) => ({
+        body: { ...body, id, messages: messages.slice(-1), trigger, messageId },
+      }),
+    });
+    const second = await new ChunkLog(await sendHistory(newestOnly)).end();
+    expect(visibleParts(second)[1]).toEqual({ type: "text", text: "You said: short follow-up" });
+  }, 60_000);
+
   it("another principal's chat is 404 on every route, like an unknown one", async () => {
     const chatId = newChatId();
     const log = await send(chatId, '/tool sleep {"ms":600000}');
