@@ -264,6 +264,7 @@ function headerFetch(headers: Record<string, string>): typeof fetch {
 function closedDetail(transport: Transport | undefined): string {
   if (transport instanceof GroupStdioTransport) {
     if (transport.startError) return `the server could not be started: ${transport.startError}`;
+    if (transport.closeReason) return transport.closeReason;
     const stderr = transport.stderr;
     return stderr ? `the server process exited; stderr: ${stderr.slice(-300)}` : "the server process exited";
   }

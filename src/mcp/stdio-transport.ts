@@ -43,6 +43,8 @@ export class GroupStdioTransport implements Transport {
   private closed = false;
   /** Why the process could not be started (ENOENT, EACCES, …), if it could not. */
   startError: string | undefined;
+  /** Why reins closed the connection itself while the server ran, if it did. */
+  closeReason: string | undefined;
 
   constructor(
     private readonly parameters: StdioServerParameters,
@@ -128,6 +130,9 @@ export class GroupStdioTransport implements Transport {
     try {
       this.buffer.append(chunk);
     } catch (error) {
+      // the SDK's buffer holds at most 10 MiB of one message: a larger one cannot be read, nor skipped
+      // (its end is not known), so the server is stopped, restarted like one that exited, and told why
+      this.closeReason = `reins closed the connection: one message from the server was too large (${(error as Error).message})`;
       this.onerror?.(error as Error);
       void this.close();
       return;

@@ -205,6 +205,26 @@ describe("MCP servers as tools", () => {
     expect(resultOf(again)).toMatchObject({ isError: false, result: "back" });
   }, 60_000);
 
+  it("a reply too large to read fails the call, and the server is down saying so, then back", async () => {
+    const warnings: string[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void warnings.push(line) });
+    const { runtime } = build({}, undefined, logger);
+    await ready(runtime);
+    // past the SDK's 10 MiB read buffer: the message cannot be read, the connection is closed
+    const events = await runTurn(runtime, '/tool t__big {"bytes":11000000}');
+    expect(resultOf(events)).toMatchObject({ isError: true, status: "error" });
+    const down = warnings.map((line) => JSON.parse(line) as { msg: string; error?: string });
+    expect(down.find((line) => line.msg === "MCP server down")?.error).toMatch(
+      /^reins closed the connection: one message from the server was too large \(ReadBuffer exceeded maximum size of 10485760 bytes\)$/,
+    );
+    await eventually(
+      () => expect(runtime.mcp.list()[0]).toMatchObject({ status: "ready", restarts: 1 }),
+      READY_WAIT_MS,
+    );
+    const again = await runTurn(runtime, '/tool t__big {"bytes":1000}');
+    expect(resultOf(again)).toMatchObject({ isError: false, result: "x".repeat(1000) });
+  }, 60_000);
+
   it("notifications/tools/list_changed adds the new tool to the registry", async () => {
     const { runtime } = build();
     await ready(runtime);

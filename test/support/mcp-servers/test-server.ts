@@ -109,6 +109,12 @@ server.registerTool(
 );
 
 server.registerTool(
+  "big",
+  { description: "Answers with `bytes` characters.", inputSchema: { bytes: z.number().int().min(1) } },
+  async ({ bytes }) => ({ content: [{ type: "text", text: "x".repeat(bytes) }] }),
+);
+
+server.registerTool(
   "echo",
   { description: "Echoes text.", inputSchema: { text: z.string() } },
   async ({ text }) => ({ content: [{ type: "text", text }] }),
