@@ -58,6 +58,11 @@ function start(server: ServerHandle, token: string, message: string): Promise<Ss
 const toolResultOf = (events: TurnEvent[]) =>
   events.find((event): event is ToolResult => event.type === "tool_result");
 
+/** One exec call of `command` as the principal of `token`, run to its turn's end: its result. */
+async function execResult(server: ServerHandle, token: string, command: string) {
+  return toolResultOf(await (await start(server, token, execMessage(command))).untilEnd());
+}
+
 let base: string;
 let root: string;
 let outsideFile: string;
@@ -122,8 +127,7 @@ describe("exec over a real server with auth and secrets", () => {
   });
 
   const attack = async (command: string) => {
-    const stream = await start(server, MALLORY_TOKEN, execMessage(command));
-    const result = toolResultOf(await stream.untilEnd());
+    const result = await execResult(server, MALLORY_TOKEN, command);
     expect(result?.status).toBe("complete");
     return result?.result ?? "";
   };
@@ -216,24 +220,22 @@ describe("exec and a DATA_DIR deeper inside the root", () => {
     servers.push(server);
     await (await start(server, ALICE_TOKEN, `remember ${ALICE_NOTE}`)).untilEnd();
 
-    const rename = await start(
+    const renamed = await execResult(
       server,
       MALLORY_TOKEN,
-      execMessage("mv deep/var deep/moved; mv deep elsewhere; mv deep/var/data deep/var/open; ls -R ."),
+      "mv deep/var deep/moved; mv deep elsewhere; mv deep/var/data deep/var/open; ls -R .",
     );
-    const renamed = toolResultOf(await rename.untilEnd());
     expect(renamed?.status).toBe("complete");
     expect(renamed?.result).toMatch(/Device or resource busy/);
     expect(readdirSync(dataDir)).toContain("reins.db");
     expect(readdirSync(join(root, "deep"))).toEqual(["var"]);
 
-    const search = await start(
+    const searched = await execResult(
       server,
       MALLORY_TOKEN,
       // under deep only: the root also holds the unmasked data directories of this file's other servers
-      execMessage("grep -r -a -o 'alice-private-note-[0-9a-f]*' deep ; find deep -name 'reins.db*'"),
+      "grep -r -a -o 'alice-private-note-[0-9a-f]*' deep ; find deep -name 'reins.db*'",
     );
-    const searched = toolResultOf(await search.untilEnd());
     expect(searched?.result).toContain("Exit code:");
     for (const leak of LEAKS) expect(searched?.result).not.toContain(leak);
     expect(searched?.result).not.toContain("reins.db");
