@@ -5,6 +5,7 @@
  * settles however it settles; abort listeners are removed then too, so nothing outlives the attempt but a
  * tool that ignored its signal, which becomes a tracked zombie after ZOMBIE_GRACE_MS.
  */
+import type { ApprovalPolicy } from "../agents/approval-policy.js";
 import type { ToolPolicy } from "../agents/tool-policy.js";
 import { ToolTimeoutError, TurnAbortedError, withoutStack, type AbortReason } from "../errors.js";
 import { withFields } from "../objects.js";
@@ -52,6 +53,11 @@ export type CallScope = Omit<ToolContext, "callId" | "toolName" | "signal" | "he
    * The turn's agent's tool rules (docs/semantics.md#agents), which the runner enforces; none: every tool.
    */
   toolPolicy?: ToolPolicy;
+  /**
+   * Which tools' calls wait for a person (docs/semantics.md#approval); the runner never runs one of them as
+   * another tool's fallback, since nobody approved that call. None: no call waits.
+   */
+  approvalPolicy?: ApprovalPolicy;
 };
 
 /** An outcome before the runner adds its duration and attempt count. */

@@ -252,6 +252,10 @@ export class ToolRunner {
     const name = settings.overrides[run.tool.name]?.fallback ?? run.tool.fallback;
     const fallbackTool = name === undefined ? undefined : this.allowedTool(name, run.scope);
     if (!fallbackTool || fallbackTool.name === run.tool.name) return undefined;
+    if (run.scope.approvalPolicy?.(fallbackTool.name) === "always") {
+      this.warn(`fallback "${fallbackTool.name}" of "${run.tool.name}" needs a person's approval; not used`);
+      return undefined;
+    }
     const parsed = fallbackTool.inputSchema.safeParse(run.input);
     if (!parsed.success) {
       this.warn(`fallback "${fallbackTool.name}" of "${run.tool.name}" does not accept its input; not used`);

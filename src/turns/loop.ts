@@ -207,6 +207,7 @@ export class ToolCallingLoop {
             services: turn.services,
             cancellation: turn.cancellation,
             toolPolicy: turn.agent?.tools,
+            approvalPolicy: turn.approval?.policy,
           },
           this.hooksFor(turn, warnings, edits),
           gate,

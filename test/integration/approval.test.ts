@@ -34,6 +34,8 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
       JSON.stringify({
         agents: { careful: { tools: ["*"], approval: { echo: "always", "*": "never" } } },
         defaultAgent: "careful",
+        // flaky's fallback is echo, a tool whose calls need approval
+        tools: { overrides: { flaky: { fallback: "echo" } } },
       }),
     );
     server = await startServer({
@@ -176,6 +178,25 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
 
     expect((await decide(turnId, request.toolId, { decision: "reject" })).status).toBe(200);
     await stream.untilEnd();
+  });
+
+  it("a tool whose calls need approval is never run as another tool's fallback", async () => {
+    const stream = await SseStream.open(`${server.baseUrl}/api/sessions/stream`, {
+      method: "POST",
+      headers: headersOf(ALICE),
+      body: JSON.stringify({
+        message: '/tool flaky {"failures":1,"kind":"permanent","text":"ran without approval"}',
+        agentId: "careful",
+      }),
+    });
+    const events = await stream.untilEnd();
+    expect(events.map((event) => event.type)).not.toContain("tool_approval_request");
+    const result = events.find((event) => event.type === "tool_result");
+    expect(result).toMatchObject({ toolName: "flaky", status: "error" });
+    if (result?.type !== "tool_result") throw new Error("no tool_result");
+    expect(result.result).not.toContain("ran without approval");
+    expect(result.result).not.toContain("[FALLBACK]");
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
   });
 
   it("no decision by APPROVAL_TIMEOUT_MS: rejected with `approval timed out`", async () => {
