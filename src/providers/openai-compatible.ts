@@ -36,17 +36,38 @@ export type OpenAICompatibleEngineOptions = {
 
 type PendingCall = { id: string; name: string; arguments: string };
 
+/**
+ * The SDK's client, but an error body without OpenAI's `error` envelope — Mistral's `{object: "error",
+ * message, …}` — is kept whole: the SDK keeps only `body.error`, so such a body was lost and the turn's
+ * `error` said "400 status code (no body)" (openai/openai-node#1734).
+ */
+class ChatCompletionsClient extends OpenAI {
+  protected override makeStatusError(
+    status: number,
+    error: object | undefined,
+    message: string | undefined,
+    headers: Headers,
+  ) {
+    const enveloped = typeof error === "object" && error !== null && !("error" in error) ? { error } : error;
+    return super.makeStatusError(status, enveloped as object, message, headers);
+  }
+}
+
 export class OpenAICompatibleEngine implements ModelEngine {
   readonly provider: OpenAIProfileName;
   readonly defaultModel: string;
-  private readonly client: OpenAI;
+  private readonly client: ChatCompletionsClient;
   private readonly transcripts: TranscriptCache;
 
   constructor(private readonly options: OpenAICompatibleEngineOptions) {
     this.provider = options.profile;
     this.transcripts = options.transcripts ?? new TranscriptCache();
     this.defaultModel = options.model;
-    this.client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseUrl, maxRetries: 0 });
+    this.client = new ChatCompletionsClient({
+      apiKey: options.apiKey,
+      baseURL: options.baseUrl,
+      maxRetries: 0,
+    });
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {

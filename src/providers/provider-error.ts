@@ -47,6 +47,8 @@ export function providerMessageOf(body: unknown, fallback: string): string {
     return (nested as Record<string, string>).message as string;
   }
   if (typeof record.message === "string") return record.message;
+  // Mistral's validation errors carry an object (`{detail: […]}`) as the message
+  if (typeof record.message === "object" && record.message !== null) return JSON.stringify(record.message);
   return fallback;
 }
 

@@ -269,6 +269,22 @@ describe("providers through the official SDKs", () => {
     expect(logged?.diagnostics).toMatchObject({ profile: "anthropic" });
   });
 
+  // Mistral's error body has no `error` envelope (`{object: "error", message}`), OpenAI's and Kimi's do
+  it.each(["openai", "kimi", "mistral"] as const)(
+    "quotes %s's own message when it answers 400",
+    async (provider) => {
+      const server = await start();
+      fakes[provider].enqueue({ kind: "error", status: 400, message: "Unexpected role 'user' after 'tool'" });
+      const { events } = await turn(server, { message: "hello", provider });
+      expect(ofType(events, "error")).toEqual([
+        expect.objectContaining({
+          code: "model_error",
+          message: `${provider} returned 400: Unexpected role 'user' after 'tool'`,
+        }),
+      ]);
+    },
+  );
+
   it("aborting a turn aborts the provider's HTTP request", async () => {
     const server = await start();
     fakes.kimi.enqueue({ kind: "stall" });
