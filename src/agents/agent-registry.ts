@@ -98,6 +98,14 @@ export class AgentRegistry {
   }
 
   /**
+   * The model `agent` names for `provider`, if any: an agent's model is for its own provider (a turn
+   * that switches provider gets that one's default).
+   */
+  modelOf(agent: ResolvedAgent, provider: string): string | undefined {
+    return agent.provider === undefined || agent.provider === provider ? agent.model : undefined;
+  }
+
+  /**
    * The tool rules of the turns of `agent` on `provider`: made once per agent and provider, and each
    * tool's answer worked out once (it depends on the agent's patterns, the name and the provider only).
    */

@@ -235,18 +235,20 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
 
   api.openapi(transcriptRoute, (context) => {
     const { id } = context.req.valid("param");
-    const { provider } = context.req.valid("query");
+    const { provider, model } = context.req.valid("query");
     const session = ownSession(context.get("principal"), id);
     const settings = deps.config.providers[provider];
+    const agent = manager.agents.get(session.agentId);
     const rendered = renderProviderRequest(store.getHistory(id), provider, {
       thinking:
         provider === "anthropic"
           ? deps.config.providers.anthropic.thinkingBudgetTokens > 0
           : provider === "kimi" && deps.config.providers.kimi.thinking,
-      model: settings.model,
+      // the model the session's next turn on this provider uses, unless the query names one
+      model: model ?? (agent && manager.agents.modelOf(agent, provider)) ?? settings.model,
       budgetTokens: settings.contextBudgetTokens,
       // the session's agent's instructions, placed as the provider gets them (`system` or a leading message)
-      system: manager.agents.get(session.agentId)?.instructions,
+      system: agent?.instructions,
     });
     return context.json(
       {

@@ -149,7 +149,11 @@ export const historyQuerySchema = z.strictObject({
 });
 
 export const PROVIDER_PROFILES = ["anthropic", "openai", "kimi", "mistral"] as const;
-export const transcriptQuerySchema = z.strictObject({ provider: z.enum(PROVIDER_PROFILES) });
+export const transcriptQuerySchema = z.strictObject({
+  provider: z.enum(PROVIDER_PROFILES),
+  /** Render as a turn naming this model would be (thinking is kept only for the model that made it). */
+  model: modelSchema.optional(),
+});
 
 // ---------------------------------------------------------------------------------------------------
 // Responses: the shape of every JSON body the API answers with, registered as OpenAPI components and

@@ -165,11 +165,10 @@ export class TurnManager {
     );
 
     const agentId = agent.id;
-    // an agent's model is for its own provider: a turn that switches provider gets that one's default
-    const agentModel =
-      agent.provider === undefined || agent.provider === engine.provider ? agent.model : undefined;
     const model =
-      request.model ?? agentModel ?? (parent?.engine === engine ? parent.model : engine.defaultModel);
+      request.model ??
+      this.agents.modelOf(agent, engine.provider) ??
+      (parent?.engine === engine ? parent.model : engine.defaultModel);
     const turnId = this.deps.generateId("turn");
     const startedAt = this.now();
     store.beginTurn({

@@ -5,6 +5,9 @@
  * mid-batch, restart, continue; the four profiles in turn on one session; a 429 then success; a 400
  * surfaced to the client; an abort that aborts the provider's HTTP request.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
@@ -284,6 +287,52 @@ describe("providers through the official SDKs", () => {
       ]);
     },
   );
+
+  it("renders a session's transcript with the model its next turn uses: its agent's, or the one asked for", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "reins-transcript-model-"));
+    const agentsFile = join(directory, "agents.json");
+    writeFileSync(
+      agentsFile,
+      JSON.stringify({
+        agents: { opus: { provider: "anthropic", model: "claude-opus-x", tools: ["echo"] } },
+      }),
+    );
+    const server = await startServer({
+      env: { ...providerEnv(fakes), AGENTS_FILE: agentsFile, ANTHROPIC_THINKING_BUDGET_TOKENS: "1024" },
+    });
+    servers.push(server);
+    rmSync(directory, { recursive: true, force: true });
+    fakes.anthropic.enqueue(
+      {
+        kind: "tools",
+        thinking: { text: "Echo it.", signature: "sig-opus" },
+        calls: [{ name: "echo", input: { text: "hi" } }],
+      },
+      { kind: "text", text: "Done." },
+    );
+    const { stream } = await turn(server, { message: "go", agentId: "opus" });
+    expect(fakes.anthropic.accepted[0]?.body.model).toBe("claude-opus-x");
+    type Transcript = {
+      messages: { role: string; content: { type: string }[] }[];
+      diagnostics: { droppedThinking: { reason: string }[] };
+    };
+    const transcript = async (query: string) => {
+      const url = `${server.baseUrl}/api/sessions/${sessionIdOf(stream)}/transcript?provider=anthropic${query}`;
+      const response = await fetch(url);
+      expect(response.status).toBe(200);
+      return (await response.json()) as Transcript;
+    };
+    const firstParts = (transcript: Transcript) =>
+      transcript.messages.find((message) => message.role === "assistant")?.content[0]?.type;
+
+    // the agent's model made the thinking, and the session's next turn uses that model: it is kept
+    expect(firstParts(await transcript(""))).toBe("thinking");
+    expect(firstParts(await transcript("&model=claude-opus-x"))).toBe("thinking");
+    // a turn naming another model would not be sent it
+    const other = await transcript("&model=claude-other");
+    expect(firstParts(other)).toBe("tool_use");
+    expect(other.diagnostics.droppedThinking).toEqual([expect.objectContaining({ reason: "other_model" })]);
+  });
 
   it("aborting a turn aborts the provider's HTTP request", async () => {
     const server = await start();
