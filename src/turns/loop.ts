@@ -20,7 +20,7 @@ import { errorResult, loopWarning } from "../tools/results.js";
 import { DEFAULT_COALESCE, DeltaCoalescer, type CoalesceSettings } from "./delta-coalescer.js";
 import { publishToolResult, type ToolResultObservers, type ToolResultTarget } from "./tool-results.js";
 import type { RunningCall } from "./turn-run.js";
-import { approvalGate, editedInputNote, type TurnApproval } from "./approval-gate.js";
+import { approvalGate, type TurnApproval } from "./approval-gate.js";
 import { DEFAULT_LOOP_DETECTOR, LoopDetector, type LoopDetectorSettings } from "./loop-detector.js";
 import type { PauseOutcome, PausePhase } from "./step-control.js";
 import { ProviderError } from "../providers/provider-error.js";
@@ -466,7 +466,12 @@ export class ToolCallingLoop {
     const observers = this.options.toolResults ?? {};
     return {
       onStart: (call, limits, input) => {
-        turn.runningTools?.set(call.callId, { toolName: call.name, startedAt: now(), attempts: 1 });
+        target.runningCalls.set(call.callId, {
+          toolName: call.name,
+          startedAt: now(),
+          attempts: 1,
+          editedInput: edits.get(call.callId),
+        });
         turn.emit({
           type: "tool_start",
           toolId: call.callId,
@@ -488,18 +493,12 @@ export class ToolCallingLoop {
       onTimeout: (call, timeout) =>
         turn.emit({ type: "tool_timeout", toolId: call.callId, toolName: call.name, ...timeout }),
       onRetry: (call, retry) => {
-        const running = turn.runningTools?.get(call.callId);
+        const running = target.runningCalls.get(call.callId);
         if (running) running.attempts = retry.attempt;
         turn.emit({ type: "tool_retry", toolId: call.callId, toolName: call.name, ...retry });
       },
-      onResult: (call, outcome) => {
-        // the stored call keeps the model's input: its result says what ran instead
-        const edited = edits.get(call.callId);
-        const shown = edited
-          ? { ...outcome, result: `${editedInputNote(edited)}\n\n${outcome.result}` }
-          : outcome;
-        publishToolResult(target, observers, call, shown, warnings.get(call.callId));
-      },
+      onResult: (call, outcome) =>
+        publishToolResult(target, observers, call, outcome, warnings.get(call.callId)),
     };
   }
 

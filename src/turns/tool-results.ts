@@ -8,6 +8,7 @@
 import { EVENT_RESULT_MAX_CHARS, type EventBody } from "../events.js";
 import type { ToolResponseStatus } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
+import { editedInputNote } from "./approval-gate.js";
 import type { RunningCall } from "./turn-run.js";
 
 export type PublishedCall = { callId: string; name: string };
@@ -40,7 +41,8 @@ export type ToolResultObservers = {
 
 /**
  * Publishes one call's result; false (nothing stored or sent) when the call already has one.
- * `appendix` (a loop warning) is added to the stored and sent result.
+ * A call that ran with an input a person edited gets the `[EDITED]` note first, however it ended;
+ * `appendix` (a loop warning) is added at the end.
  */
 export function publishToolResult(
   target: ToolResultTarget,
@@ -49,7 +51,11 @@ export function publishToolResult(
   outcome: PublishedOutcome,
   appendix?: string,
 ): boolean {
-  const result = appendix ? `${outcome.result}\n\n${appendix}` : outcome.result;
+  const running = target.runningCalls.get(call.callId);
+  let result = outcome.result;
+  // the stored call keeps the model's input: the result of one that ran with a person's edit says what ran
+  if (running?.editedInput) result = `${editedInputNote(running.editedInput)}\n\n${result}`;
+  if (appendix) result = `${result}\n\n${appendix}`;
   const stored = target.store.recordToolResult(target.sessionId, target.turnId, {
     kind: "tool_response",
     role: "tool",
@@ -59,7 +65,6 @@ export function publishToolResult(
     result,
     isError: outcome.isError,
   });
-  const running = target.runningCalls.get(call.callId);
   if (!stored) {
     observers.onDiscarded?.(call, outcome.status);
     return false;

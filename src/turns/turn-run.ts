@@ -11,7 +11,13 @@ import type { ModelEngine } from "../providers/engine.js";
 import { CallCancellation } from "../tools/call-cancellation.js";
 import type { TurnEventBus } from "./event-bus.js";
 
-export type RunningCall = { toolName: string; startedAt: number; attempts: number };
+export type RunningCall = {
+  toolName: string;
+  startedAt: number;
+  attempts: number;
+  /** The input a person approved in place of the model's (tool approval), when they edited it. */
+  editedInput: Record<string, unknown> | undefined;
+};
 
 export type TurnRunOutcome =
   | { status: "completed"; stopReason: string; toolCallCount: number; durationMs: number }

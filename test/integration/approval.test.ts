@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
-import { SseStream, turnIdOf } from "../helpers/sse.js";
+import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 const ALICE = "alice-token-0001";
 const BOB = "bob-token-000002";
@@ -32,7 +32,7 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     writeFileSync(
       configFile,
       JSON.stringify({
-        agents: { careful: { tools: ["*"], approval: { echo: "always", "*": "never" } } },
+        agents: { careful: { tools: ["*"], approval: { echo: "always", sleep: "always", "*": "never" } } },
         defaultAgent: "careful",
         // flaky's fallback is echo, a tool whose calls need approval
         tools: { overrides: { flaky: { fallback: "echo" } } },
@@ -140,6 +140,36 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
       status: "complete",
       result: expect.stringMatching(/^\[EDITED\] .*"from a person".*\n\nfrom a person$/s),
     });
+  });
+
+  it("edit: a call that ran with an edited input says so even when an abort closes it", async () => {
+    const { stream, turnId, request } = await waitingTurn('/tool sleep {"ms":10}');
+    const body = { decision: "approve", input: { ms: 60_000 } };
+    expect((await decide(turnId, request.toolId, body)).status).toBe(200);
+    await stream.next((event) => event.type === "tool_start");
+    const abort = await fetch(`${server.baseUrl}/api/turns/${turnId}/abort`, {
+      method: "POST",
+      headers: headersOf(ALICE),
+    });
+    expect(abort.status).toBe(200);
+    const events = await stream.untilEnd();
+    const closing = ofTool(events, request.toolId).at(-1);
+    expect(closing).toMatchObject({
+      type: "tool_result",
+      status: "cancelled",
+      result: expect.stringMatching(/^\[EDITED\] .*"ms":60000.*\n\n\[CANCELLED\] /s),
+    });
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "user" });
+    // history holds the same result the stream sent
+    const history = (await (
+      await fetch(`${server.baseUrl}/api/sessions/${sessionIdOf(stream)}/history`, {
+        headers: headersOf(ALICE),
+      })
+    ).json()) as { blocks: { kind: string; callId?: string; result?: string }[] };
+    const stored = history.blocks.find(
+      (block) => block.kind === "tool_response" && block.callId === request.toolId,
+    );
+    expect(stored?.result).toBe(closing?.type === "tool_result" ? closing.result : undefined);
   });
 
   it("reject with a reason: [REJECTED] result, status rejected, and the model answers with it", async () => {
