@@ -154,11 +154,6 @@ export class ApprovalRegistry {
     return pending;
   }
 
-  /** The name of the tool call `toolId` waits for, if it waits. */
-  toolNameOf(toolId: string): string | undefined {
-    return this.waiting.get(toolId)?.toolName;
-  }
-
   get size(): number {
     return this.waiting.size;
   }

@@ -176,12 +176,16 @@ export class ToolCallingLoop {
 
       const warnings = this.detectLoops(turn, detector, calls);
       if (warnings === "stop") return result("aborted", step + 1);
+      const callIds = calls.map((call) => call.callId);
+      // cancellable from here: a person stepping through may cancel a call before its batch runs
+      turn.cancellation?.openCalls(callIds);
       await turn.pause?.("after_inference", () => ({
         calls: calls.map((call) => ({ toolId: call.callId, toolName: call.name, input: call.input })),
       }));
-      if (turn.aborted) return result("aborted", step + 1);
-      const callIds = calls.map((call) => call.callId);
-      turn.cancellation?.openCalls(callIds);
+      if (turn.aborted) {
+        turn.cancellation?.closeCalls(callIds);
+        return result("aborted", step + 1);
+      }
       const edits = new Map<string, Record<string, unknown>>();
       const gate = turn.approval
         ? approvalGate({

@@ -278,15 +278,16 @@ export class TurnManager {
 
   /**
    * Cancels one call of a running turn (`[CANCELLED] Tool cancelled by user.`); the turn goes on.
-   * False when the turn is not running or the call is not part of its running batch.
+   * False when the turn is not running or the call is not part of its batch (the running one, or the
+   * one a step-mode pause holds back).
    */
   abortTool(turnId: string, toolId: string): boolean {
     const run = this.turns.get(turnId);
     if (!run || run.finished || !run.cancellation.isOpen(toolId)) return false;
     // a call that already has its result is not cancellable
-    if (this.deps.store.openCalls(turnId).every((call) => call.callId !== toolId)) return false;
-    const toolName = run.runningCalls.get(toolId)?.toolName ?? this.approvals.toolNameOf(toolId) ?? "?";
-    this.record(run, { kind: "tool_cancelled", callId: toolId, toolName, by: "user" });
+    const call = this.deps.store.openCalls(turnId).find((open) => open.callId === toolId);
+    if (!call) return false;
+    this.record(run, { kind: "tool_cancelled", callId: toolId, toolName: call.name, by: "user" });
     return run.cancellation.cancel(toolId, new TurnAbortedError("user"));
   }
 

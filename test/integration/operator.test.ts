@@ -75,6 +75,35 @@ describe("step mode", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
   });
 
+  it("a call shown at an after_inference pause can be cancelled there: it never starts, the others run", async () => {
+    const stream = await SseStream.start(server.baseUrl, {
+      message: '/tool echo {"text":"keep"}\n/tool echo {"text":"drop"}',
+      stepMode: true,
+    });
+    const pause = await stream.next((event) => event.type === "debugger.pause");
+    if (pause.type !== "debugger.pause") throw new Error("not a pause");
+    const turnId = turnIdOf(stream);
+    const [kept, dropped] = (pause.summary as { calls: { toolId: string }[] }).calls;
+    expect((await post(`/api/turns/${turnId}/tools/${dropped?.toolId}/abort`, {})).status).toBe(200);
+    expect((await post(`/api/turns/${turnId}/continue`, { pauseId: pause.pauseId })).status).toBe(200);
+    const after = await stream.next(
+      (event) => event.type === "debugger.pause" && event.phase === "after_tools",
+    );
+    if (after.type !== "debugger.pause") throw new Error("not a pause");
+    expect((await post(`/api/turns/${turnId}/continue`, { pauseId: after.pauseId })).status).toBe(200);
+
+    const events = await stream.untilEnd();
+    const started = ofType(events, "tool_start").map((event) => event.toolId);
+    expect(started).toEqual([kept?.toolId]);
+    const results = ofType(events, "tool_result");
+    expect(results.find((event) => event.toolId === kept?.toolId)).toMatchObject({ status: "complete" });
+    expect(results.find((event) => event.toolId === dropped?.toolId)).toMatchObject({
+      status: "cancelled",
+      result: "[CANCELLED] Tool cancelled by user.",
+    });
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+  });
+
   it("switching the session's step mode off releases the pause at once", async () => {
     const first = await SseStream.start(server.baseUrl, { message: "hello" });
     await first.untilEnd();
