@@ -124,6 +124,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       now,
       onWriteError: (error, detail) => logger.error({ err: error, detail }, "could not persist history"),
       beforeCommitSlice: () => deadlines.fireOverdue(),
+      cachedCharacters: config.limits.historyCacheMb * 1024 * 1024,
     });
   const { system } = config.tools;
   const processGroups = new ProcessGroups();
@@ -258,7 +259,11 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       workspace: system.workspace === undefined ? undefined : resolve(system.workspace),
     },
   });
-  metrics.observe({ activeTurns: () => manager.activeCount(), zombies: () => zombies.size });
+  metrics.observe({
+    activeTurns: () => manager.activeCount(),
+    zombies: () => zombies.size,
+    historyCache: store instanceof SqliteHistoryStore ? () => store.cacheStats : undefined,
+  });
   return {
     config,
     logger,

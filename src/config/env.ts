@@ -65,6 +65,7 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { variable: "LOOP_STOP_AT", path: ["turns", "loopDetector", "stopAt"], parse: "integer" },
   { variable: "MAX_TURNS_PER_PRINCIPAL", path: ["limits", "maxTurnsPerPrincipal"], parse: "integer" },
   { variable: "MAX_STREAMS_PER_PRINCIPAL", path: ["limits", "maxStreamsPerPrincipal"], parse: "integer" },
+  { variable: "HISTORY_CACHE_MB", path: ["limits", "historyCacheMb"], parse: "integer" },
   { variable: "RETRY_MAX_ATTEMPTS", path: ["resilience", "retry", "maxAttempts"], parse: "integer" },
   { variable: "RETRY_MAX_TIME_MS", path: ["resilience", "retry", "maxRetryTimeMs"], parse: "integer" },
   {

@@ -228,6 +228,11 @@ export const configSchema = z.strictObject({
       maxTurnsPerPrincipal: z.number().int().min(1).max(100_000).default(8),
       /** Open SSE streams one principal may hold. */
       maxStreamsPerPrincipal: z.number().int().min(1).max(100_000).default(32),
+      /**
+       * Megabytes (million characters, about) of stored history the sessions in memory may hold together;
+       * idle sessions past it are dropped, least recently used first, and reload from the database.
+       */
+      historyCacheMb: z.number().int().min(1).max(65_536).default(64),
     })
     .prefault({}),
   /** Agents by id; none configured: one built-in agent `default`. */

@@ -21,6 +21,11 @@ export class LiveSession {
   private readonly open = new Map<string, Map<string, CallSlot>>();
 
   readonly sessionId: string;
+  /**
+   * Characters of its blocks as stored (their serialised payloads), kept up to date by the store: about
+   * what holding this session in memory costs.
+   */
+  storedCharacters = 0;
 
   /** `record` is the session's own record; the store keeps its step mode and times current. */
   constructor(

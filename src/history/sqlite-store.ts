@@ -64,6 +64,14 @@ import { WriteQueue } from "./write-queue.js";
 
 /** Sessions kept in memory beyond those with a running turn (least recently used go first). */
 const DEFAULT_CACHED_SESSIONS = 1_000;
+/**
+ * Characters of stored history the sessions in memory may hold together (least recently used idle
+ * ones go first): a thousand sessions of a few hundred kilobytes each would otherwise hold gigabytes.
+ */
+const DEFAULT_CACHED_CHARACTERS = 64 * 1024 * 1024;
+
+/** What the sessions in memory hold now (`/metrics`). */
+export type HistoryCacheStats = { sessions: number; characters: number };
 
 /** How often the WAL checkpointer copies the log into the database file while there are commits. */
 const CHECKPOINT_INTERVAL_MS = 1_000;
@@ -80,6 +88,11 @@ export type SqliteStoreOptions = {
   onWriteError?: (error: unknown, detail: string) => void;
   /** How many idle sessions stay in memory. */
   cachedSessions?: number;
+  /**
+   * How many characters of stored history (serialised blocks) the sessions in memory may hold together;
+   * idle sessions are dropped past it, least recently used first, and sessions with a running turn stay.
+   */
+  cachedCharacters?: number;
   /** File stores: how often the WAL is checkpointed while there are commits (default 1 s). */
   checkpointIntervalMs?: number;
   /** File stores: WAL pages past which the server's connection catches up itself (default 16,000). */
@@ -105,6 +118,9 @@ export class SqliteHistoryStore implements HistoryStore {
   /** The last trace seq of each turn running here (others ask the database). */
   private readonly traceSeqs = new Map<string, number>();
   private readonly cachedSessions: number;
+  private readonly maxCachedCharacters: number;
+  /** Characters of stored history the sessions in memory hold (`LiveSession.storedCharacters` summed). */
+  private cachedCharacters = 0;
   /** Removes a session and everything of it, in one transaction. */
   private readonly removeSession: (id: string) => boolean;
   /** File stores: this process's hold on the database, and its WAL checkpoints. */
@@ -118,6 +134,7 @@ export class SqliteHistoryStore implements HistoryStore {
     this.lock = opened.lock;
     this.now = options.now ?? Date.now;
     this.cachedSessions = options.cachedSessions ?? DEFAULT_CACHED_SESSIONS;
+    this.maxCachedCharacters = options.cachedCharacters ?? DEFAULT_CACHED_CHARACTERS;
     this.statements = prepareStatements(this.db);
     const onWriteError = options.onWriteError ?? (() => {});
     const statements = this.statements;
@@ -220,7 +237,7 @@ export class SqliteHistoryStore implements HistoryStore {
     // what is queued for it is written first, so nothing of it arrives after the delete
     this.flush();
     const removed = this.removeSession(id);
-    this.sessions.delete(id);
+    this.forget(id);
     return removed;
   }
 
@@ -322,6 +339,8 @@ export class SqliteHistoryStore implements HistoryStore {
     });
     this.runningTurns.delete(turnId);
     this.traceSeqs.delete(turnId);
+    // its session may now be idle, and over what the cache holds
+    this.trimCache();
     return closed;
   }
 
@@ -454,6 +473,11 @@ export class SqliteHistoryStore implements HistoryStore {
     return this.statements.selectSession.get(id) as SessionRow | undefined;
   }
 
+  /** The sessions in memory and the characters of stored history they hold. */
+  get cacheStats(): HistoryCacheStats {
+    return { sessions: this.sessions.size, characters: this.cachedCharacters };
+  }
+
   /** The session in memory, loaded from the database on first use; throws when it does not exist. */
   private live(sessionId: string): LiveSession {
     const cached = this.sessions.get(sessionId);
@@ -465,23 +489,51 @@ export class SqliteHistoryStore implements HistoryStore {
     }
     const row = this.selectSession(sessionId);
     if (!row) throw new Error(`Unknown session ${sessionId}`);
-    const stored = blocksOfRuns(this.statements.selectHistory.all(sessionId) as BlockRunRow[]);
-    return this.remember(LiveSession.restore(toSessionRecord(row), row.next_position, stored));
+    // a session dropped from memory may still have writes queued
+    this.flush();
+    const runs = this.statements.selectHistory.all(sessionId) as BlockRunRow[];
+    const session = LiveSession.restore(toSessionRecord(row), row.next_position, blocksOfRuns(runs));
+    for (const run of runs) session.storedCharacters += run.blocks.length;
+    return this.remember(session);
   }
 
   private remember(session: LiveSession): LiveSession {
     this.sessions.set(session.sessionId, session);
-    if (this.sessions.size > this.cachedSessions + this.runningTurns.size) this.evictIdle();
+    this.cachedCharacters += session.storedCharacters;
+    this.trimCache(session.sessionId);
     return session;
   }
 
-  /** Drops the least recently used session that has no running turn (it reloads when used again). */
-  private evictIdle(): void {
+  /** A session's stored history grew by `characters`. */
+  private grew(session: LiveSession, characters: number): void {
+    session.storedCharacters += characters;
+    if (this.sessions.get(session.sessionId) !== session) return;
+    this.cachedCharacters += characters;
+    this.trimCache(session.sessionId);
+  }
+
+  private forget(sessionId: string): void {
+    const session = this.sessions.get(sessionId);
+    if (!session) return;
+    this.sessions.delete(sessionId);
+    this.cachedCharacters -= session.storedCharacters;
+  }
+
+  /**
+   * Drops idle sessions, least recently used first, while the sessions in memory are more than
+   * `cachedSessions` beyond the running ones or hold more than `cachedCharacters` (a dropped session
+   * reloads when used again). A session with a running turn stays, however large, and so does `inUse`,
+   * the one being used now.
+   */
+  private trimCache(inUse?: string): void {
+    const fits = () =>
+      this.sessions.size <= this.cachedSessions + this.runningTurns.size &&
+      this.cachedCharacters <= this.maxCachedCharacters;
+    if (fits()) return;
     const busy = new Set(this.runningTurns.values());
     for (const sessionId of this.sessions.keys()) {
-      if (busy.has(sessionId)) continue;
-      this.sessions.delete(sessionId);
-      return;
+      if (sessionId !== inUse && !busy.has(sessionId)) this.forget(sessionId);
+      if (fits()) return;
     }
   }
 
@@ -507,12 +559,16 @@ export class SqliteHistoryStore implements HistoryStore {
     const serialised = contents.map((content) => JSON.stringify(blockPayload(content)));
     const at = this.now();
     const stored = session.append(turnId, contents, at);
+    let characters = 0;
     stored.forEach(({ block, responsePosition }, index) => {
-      this.queue.push({ kind: "block", block, content: serialised[index] as string, responsePosition });
+      const content = serialised[index] as string;
+      characters += content.length;
+      this.queue.push({ kind: "block", block, content, responsePosition });
     });
     this.queue.push({ kind: "position", sessionId: session.sessionId, next: session.nextPosition, at });
     // the position write moves updated_at in the database; the record in memory follows it
     session.record.updatedAt = at;
+    this.grew(session, characters);
   }
 
   private respond(
@@ -522,7 +578,10 @@ export class SqliteHistoryStore implements HistoryStore {
   ): HistoryBlock | undefined {
     const content = JSON.stringify(blockPayload(response));
     const block = session.respond(turnId, response, this.now());
-    if (block) this.queue.push({ kind: "block", block, content, responsePosition: null });
+    if (block) {
+      this.queue.push({ kind: "block", block, content, responsePosition: null });
+      this.grew(session, content.length);
+    }
     return block;
   }
 

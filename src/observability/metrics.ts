@@ -8,7 +8,12 @@ import type { Decision } from "./decision.js";
 
 export const UNKNOWN_TOOL_LABEL = "(unknown)";
 
-export type MetricSources = { activeTurns: () => number; zombies: () => number };
+export type MetricSources = {
+  activeTurns: () => number;
+  zombies: () => number;
+  /** What the store's sessions in memory hold, when the store keeps them (SqliteHistoryStore). */
+  historyCache?: () => { sessions: number; characters: number };
+};
 
 const BREAKER_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 
@@ -124,6 +129,24 @@ export class Metrics {
       collect() {
         const source = sources();
         if (source) this.set(source.activeTurns());
+      },
+    });
+    new Gauge({
+      name: "reins_history_cached_sessions",
+      help: "Sessions whose history is held in memory",
+      registers,
+      collect() {
+        const cache = sources()?.historyCache?.();
+        if (cache) this.set(cache.sessions);
+      },
+    });
+    new Gauge({
+      name: "reins_history_cached_characters",
+      help: "Characters of stored history the sessions in memory hold (HISTORY_CACHE_MB bounds it)",
+      registers,
+      collect() {
+        const cache = sources()?.historyCache?.();
+        if (cache) this.set(cache.characters);
       },
     });
     this.turnDuration = new Histogram({

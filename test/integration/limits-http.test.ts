@@ -8,7 +8,7 @@ import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../helpers/eventually.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
-import { SseStream, turnIdOf } from "../helpers/sse.js";
+import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 const ALICE = "alice-token-0123456789";
 const BOB = "bob-token-0123456789";
@@ -331,5 +331,45 @@ describe("without auth (the loopback principal) and on the HTTP boundary", () =>
       });
     }
     expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
+  });
+});
+
+describe("HISTORY_CACHE_MB", () => {
+  let server: ServerHandle;
+  beforeAll(async () => {
+    server = await startServer({ env: { HISTORY_CACHE_MB: "1" } });
+  });
+  afterAll(async () => {
+    await server.stop();
+    server.cleanup();
+  });
+
+  const gauge = async (name: string) => {
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    const line = text.split("\n").find((candidate) => candidate.startsWith(`${name} `));
+    return Number(line?.split(" ")[1]);
+  };
+
+  it("bounds the history idle sessions hold in memory; a dropped one reads back whole", async () => {
+    // each session stores its 200 kB message and the echo of it: 0.4 MB a session, 4 MB in all
+    const message = "m".repeat(200_000);
+    const sessionIds: string[] = [];
+    for (let index = 0; index < 10; index++) {
+      const stream = await SseStream.start(server.baseUrl, { message });
+      await stream.untilEnd();
+      sessionIds.push(sessionIdOf(stream));
+    }
+    expect(await gauge("reins_history_cached_characters")).toBeLessThanOrEqual(1024 * 1024);
+    expect(await gauge("reins_history_cached_sessions")).toBeLessThan(10);
+    const history = (await (
+      await fetch(`${server.baseUrl}/api/sessions/${sessionIds[0]}/history`)
+    ).json()) as {
+      blocks: { kind: string; role: string; text?: string }[];
+    };
+    expect(history.blocks.map((block) => [block.kind, block.role, block.text?.length])).toEqual([
+      ["text", "user", 200_000],
+      ["text", "assistant", expect.any(Number)],
+    ]);
+    expect(history.blocks[1]?.text).toContain(message);
   });
 });

@@ -97,7 +97,7 @@ describe("defaults", () => {
       },
       agents: {},
       mcpServers: {},
-      limits: { maxTurnsPerPrincipal: 8, maxStreamsPerPrincipal: 32 },
+      limits: { maxTurnsPerPrincipal: 8, maxStreamsPerPrincipal: 32, historyCacheMb: 64 },
       auth: { tokens: [], disabled: false },
       resilience: {
         retry: {},

@@ -347,6 +347,57 @@ describe("SqliteHistoryStore", () => {
   });
 });
 
+describe("sessions held in memory", () => {
+  const KB = 1024;
+  const openWithCache = (cachedCharacters: number) => {
+    const store = new SqliteHistoryStore(file, { cachedCharacters });
+    opened.push(store);
+    return store;
+  };
+  /** One ended turn with one call and a result of `resultCharacters` characters. */
+  const turnWithResult = (store: SqliteHistoryStore, sessionId: string, resultCharacters: number) => {
+    const turnId = `turn_${sessionId}`;
+    startTurn(store, turnId, sessionId);
+    store.appendAssistant(sessionId, turnId, [call(`c_${sessionId}`)]);
+    store.recordToolResult(sessionId, turnId, response(`c_${sessionId}`, "x".repeat(resultCharacters)));
+    store.endTurn(turnId, { status: "completed", stopReason: "end_turn" });
+  };
+
+  it("holds at most cachedCharacters of idle history, dropping the least recently used sessions", () => {
+    const store = openWithCache(256 * KB);
+    for (let index = 0; index < 20; index++) turnWithResult(store, `ses_${index}`, 50 * KB);
+    const { sessions, characters } = store.cacheStats;
+    expect(characters).toBeLessThanOrEqual(256 * KB);
+    // the newest stay: 20 sessions of 50 KB each could not
+    expect(sessions).toBeGreaterThanOrEqual(4);
+    expect(sessions).toBeLessThanOrEqual(5);
+    // a dropped session reads back whole, writes still queued for it included
+    expect(summary(store, "ses_0")).toEqual([
+      "0 user: go",
+      "1 call c_ses_0",
+      `2 result c_ses_0 complete: ${"x".repeat(50 * KB)}`,
+    ]);
+  });
+
+  it("keeps a session with a running turn however large, and lets it go once the turn ends", () => {
+    const store = openWithCache(64 * KB);
+    startTurn(store, "turn_big", "ses_big");
+    store.appendAssistant("ses_big", "turn_big", [call("a"), call("b")]);
+    store.recordToolResult("ses_big", "turn_big", response("a", "y".repeat(200 * KB)));
+    turnWithResult(store, "ses_other", 10 * KB);
+    // still running, still held: the next result lands in its slot, after the first
+    store.recordToolResult("ses_big", "turn_big", response("b", "done"));
+    expect(store.cacheStats.characters).toBeGreaterThan(200 * KB);
+    const heads = () => summary(store, "ses_big").map((line) => line.split(":")[0]);
+    expect(heads()).toEqual(["0 user", "1 call a", "2 call b", "3 result a complete", "4 result b complete"]);
+    store.endTurn("turn_big", { status: "completed", stopReason: "end_turn" });
+    expect(store.cacheStats.characters).toBeLessThanOrEqual(64 * KB);
+    // a new turn of it loads it again and goes on after its last position
+    turnWithResult(store, "ses_big", 1);
+    expect(heads().slice(5)).toEqual(["5 user", "6 call c_ses_big", "7 result c_ses_big complete"]);
+  });
+});
+
 describe("a database built by schema version 1", () => {
   beforeEach(() => {
     const db = new BetterSqlite3(file);
