@@ -7,12 +7,17 @@
 export type ToolResponseStatus = "complete" | "error" | "cancelled" | "timeout" | "interrupted" | "rejected";
 
 export type TextBlock = { kind: "text"; role: "user" | "assistant"; text: string };
-/** Thinking, with the signature its provider gave it; a signature is only valid for that provider and model. */
+/**
+ * Thinking, with the signature its provider gave it; a signature is only valid for that provider and
+ * model, and for the block's exact text. A redacted block (`redacted`: the provider's opaque data) has
+ * no text and no signature, and is as bound to its provider and model as a signed one.
+ */
 export type ThinkingBlock = {
   kind: "thinking";
   role: "assistant";
   text: string;
   signature?: string;
+  redacted?: string;
   provider?: string;
   model?: string;
 };

@@ -576,7 +576,13 @@ export function blockPayload(block: BlockContent): Record<string, unknown> {
     case "text":
       return { text: block.text };
     case "thinking":
-      return { text: block.text, signature: block.signature, provider: block.provider, model: block.model };
+      return {
+        text: block.text,
+        signature: block.signature,
+        redacted: block.redacted,
+        provider: block.provider,
+        model: block.model,
+      };
     case "tool_call":
       return { input: block.input, providerCallId: block.providerCallId };
     case "tool_response":
@@ -615,6 +621,7 @@ function toHistoryBlock(
         text: payload.text as string,
       };
       if (payload.signature !== undefined) thinking.signature = payload.signature as string;
+      if (payload.redacted !== undefined) thinking.redacted = payload.redacted as string;
       if (payload.provider !== undefined) thinking.provider = payload.provider as string;
       if (payload.model !== undefined) thinking.model = payload.model as string;
       return withFields(thinking, place);

@@ -238,6 +238,9 @@ export const historyBlockSchema = z
       role: z.literal("assistant"),
       text: z.string(),
       signature: z.string().optional(),
+      redacted: z.string().optional().openapi({
+        description: "A redacted thinking block's opaque data (its `text` is empty): sent back as it came",
+      }),
       provider: z.string().optional(),
       model: z.string().optional(),
       ...blockPlace,

@@ -91,6 +91,9 @@ export class AnthropicEngine implements ModelEngine {
                 name: event.content_block.name,
                 json: "",
               });
+            } else if (event.content_block.type === "redacted_thinking") {
+              // arrives whole, with no deltas
+              yield { type: "thinking_redacted", data: event.content_block.data };
             }
             break;
           case "content_block_delta": {

@@ -1,6 +1,6 @@
 /**
  * The `ModelEngine` interface every provider implements: `stream(request, signal)` yields text and
- * thinking deltas, complete tool calls and a final stop reason. Aborting `signal` must abort the
+ * thinking deltas (with signatures and redacted blocks), complete tool calls and a final stop reason. Aborting `signal` must abort the
  * underlying request.
  */
 import type { HistoryBlock } from "../history/model.js";
@@ -27,7 +27,13 @@ export type ModelStopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_seq
 export type ModelEvent =
   | { type: "text_delta"; text: string }
   | { type: "thinking_delta"; text: string }
+  /**
+   * The signature of the thinking streamed since the previous block ended; it ends that block, so the
+   * next `thinking_delta` starts another one (a signature covers its block's exact text).
+   */
   | { type: "thinking_signature"; signature: string }
+  /** A whole thinking block whose text the provider withheld: `data` is opaque, sent back unchanged. */
+  | { type: "thinking_redacted"; data: string }
   | { type: "tool_call"; id: string; name: string; input: Record<string, unknown> }
   /** Tokens of this inference as the provider reported them (the loop sums them over the turn). */
   | { type: "usage"; inputTokens: number; outputTokens: number }

@@ -5,7 +5,7 @@
  * it returns why it stopped, and the TurnManager emits the terminal event.
  */
 import type { EventBody } from "../events.js";
-import type { BlockContent, TokenUsage, ToolCallBlock } from "../history/model.js";
+import type { TokenUsage } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { ModelEngine, ModelStopReason } from "../providers/engine.js";
 import type { ToolPolicy } from "../agents/tool-policy.js";
@@ -17,6 +17,7 @@ import { NO_DECISIONS, type DecisionRecorder } from "../observability/decision.j
 import { ModelError, ReinsError, type AbortReason } from "../errors.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../json-depth.js";
 import { errorResult, loopWarning } from "../tools/results.js";
+import { AssistantMessage } from "./assistant-message.js";
 import { DEFAULT_COALESCE, DeltaCoalescer, type CoalesceSettings } from "./delta-coalescer.js";
 import { publishToolResult, type ToolResultObservers, type ToolResultTarget } from "./tool-results.js";
 import type { RunningCall } from "./turn-run.js";
@@ -380,24 +381,8 @@ export class ToolCallingLoop {
       toolChoice,
       ...(turn.agent?.instructions ? { system: turn.agent.instructions } : {}),
     };
-    const blocks: BlockContent[] = [];
-    const calls: ToolCallBlock[] = [];
+    const message = new AssistantMessage({ provider: turn.engine.provider, model: turn.model });
     let stopReason: ModelStopReason = "end_turn";
-    let text = "";
-    let thinking: { text: string; signature?: string } | undefined;
-    const flushText = () => {
-      if (text.trim() !== "") blocks.push({ kind: "text", role: "assistant", text });
-      text = "";
-    };
-    const flushThinking = () => {
-      if (thinking) {
-        const origin = { provider: turn.engine.provider, model: turn.model };
-        blocks.push(
-          Object.assign({ kind: "thinking" as const, role: "assistant" as const }, thinking, origin),
-        );
-      }
-      thinking = undefined;
-    };
     const deltas = new DeltaCoalescer(turn.emit, this.options.coalesce ?? DEFAULT_COALESCE);
     try {
       for await (const event of turn.engine.stream(request, signal)) {
@@ -405,22 +390,22 @@ export class ToolCallingLoop {
         progress.produced = true;
         switch (event.type) {
           case "text_delta":
-            flushThinking();
-            text += event.text;
+            message.addText(event.text);
             deltas.push("text_delta", event.text);
             break;
           case "thinking_delta":
-            flushText();
-            thinking = { text: (thinking?.text ?? "") + event.text };
+            message.addThinking(event.text);
             deltas.push("thinking_delta", event.text);
             break;
           case "thinking_signature":
-            thinking = { text: thinking?.text ?? "", signature: event.signature };
+            message.sign(event.signature);
+            break;
+          case "thinking_redacted":
+            // no event: the block has no text to show
+            message.addRedacted(event.data);
             break;
           case "tool_call":
-            flushThinking();
-            flushText();
-            calls.push({
+            message.addCall({
               kind: "tool_call",
               role: "assistant",
               callId: this.options.generateCallId(),
@@ -454,10 +439,7 @@ export class ToolCallingLoop {
     } finally {
       deltas.flush();
     }
-    flushThinking();
-    flushText();
-    blocks.push(...calls);
-    return { blocks, calls, stopReason };
+    return { ...message.finish(), stopReason };
   }
 
   private hooksFor(

@@ -26,6 +26,9 @@ const ABORT_REASON_TEXT = {
   interrupted: "the server restarted while it ran",
 };
 
+/** Shown for a redacted thinking block, whose content only its provider can read. */
+const REDACTED_THINKING_TEXT = "[redacted thinking]";
+
 export class TurnView {
   /**
    * @param {string} message the user's message
@@ -292,8 +295,11 @@ export class TurnView {
     this.renderMeta();
     for (const block of blocks) {
       if (block.kind === "text" && block.role === "assistant") this.appendText("text", block.text);
-      else if (block.kind === "thinking") this.appendText("thinking", block.text);
-      else if (block.kind === "tool_call") {
+      else if (block.kind === "thinking") {
+        // each stored block on lines of its own; a redacted one has no text to show
+        if (this.openKind === "thinking") this.appendText("thinking", "\n\n");
+        this.appendText("thinking", block.redacted === undefined ? block.text : REDACTED_THINKING_TEXT);
+      } else if (block.kind === "tool_call") {
         const line = new ToolLine(this, {
           toolId: block.callId,
           toolName: block.name,

@@ -3,7 +3,8 @@
  * fake provider servers that reject any request breaking docs/providers.md with the provider's real error.
  * Scenarios: a five-call batch aborted after two results then continued on another provider; a crash
  * mid-batch, restart, continue; the four profiles in turn on one session; a 429 then success; a 400
- * surfaced to the client; an abort that aborts the provider's HTTP request.
+ * surfaced to the client; an abort that aborts the provider's HTTP request; Anthropic's thinking —
+ * several signed blocks and a redacted one in one response — passed back as it came.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -380,5 +381,64 @@ describe("providers through the official SDKs", () => {
     fakes.openai.enqueue({ kind: "text", text: "No thinking here." });
     await turn(server, { message: "and now?", sessionId: sessionIdOf(first.stream), provider: "openai" });
     expect(JSON.stringify(fakes.openai.accepted[0]?.body.messages)).not.toContain("I should echo.");
+  });
+
+  it("passes every thinking block of a response back to Anthropic unchanged and in order, a redacted one too, and keeps none for the others", async () => {
+    const server = await startServer({
+      env: { ...providerEnv(fakes), ANTHROPIC_THINKING_BUDGET_TOKENS: "1024" },
+    });
+    servers.push(server);
+    fakes.anthropic.enqueue(
+      {
+        kind: "tools",
+        thinking: [
+          { text: "one", signature: "S-one" },
+          { text: "two", signature: "S-two" },
+          { redacted: "ENCRYPTED-DATA" },
+        ],
+        calls: [{ name: "echo", input: { text: "x" } }],
+      },
+      { kind: "text", text: "Done." },
+    );
+    const first = await turn(server, { message: "think twice, then act", provider: "anthropic" });
+    expect(first.events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "end_turn" });
+    // the redacted block has no text to show
+    expect(
+      ofType(first.events, "thinking_delta")
+        .map((event) => event.text)
+        .join(""),
+    ).toBe("onetwo");
+
+    // the follow-up request carries the three blocks as they came, and Anthropic accepts it
+    expect(fakes.anthropic.requests.map((request) => request.rejection)).toEqual([null, null]);
+    const followUp = fakes.anthropic.accepted[1]?.body as {
+      messages: { role: string; content: { type: string }[] }[];
+    };
+    const assistant = followUp.messages.find((message) => message.role === "assistant");
+    expect(assistant?.content).toEqual([
+      { type: "thinking", thinking: "one", signature: "S-one" },
+      { type: "thinking", thinking: "two", signature: "S-two" },
+      { type: "redacted_thinking", data: "ENCRYPTED-DATA" },
+      expect.objectContaining({ type: "tool_use", name: "echo", input: { text: "x" } }),
+    ]);
+
+    const sessionId = sessionIdOf(first.stream);
+    const start = ofType(first.events, "turn_start")[0];
+    const origin = { provider: "anthropic", model: start?.model };
+    const thinking = (await history(server, sessionId)).filter((block) => block.kind === "thinking");
+    expect(thinking).toEqual([
+      expect.objectContaining({ text: "one", signature: "S-one", ...origin }),
+      expect.objectContaining({ text: "two", signature: "S-two", ...origin }),
+      expect.objectContaining({ text: "", redacted: "ENCRYPTED-DATA", ...origin }),
+    ]);
+
+    for (const provider of ["openai", "kimi", "mistral"] as const) {
+      fakes[provider].enqueue({ kind: "text", text: `On ${provider}.` });
+      const next = await turn(server, { message: `and on ${provider}?`, sessionId, provider });
+      expect(next.events.at(-1), provider).toMatchObject({ type: "turn_complete" });
+      const sent = JSON.stringify(fakes[provider].accepted.at(-1)?.body.messages);
+      expect(sent, provider).not.toContain("ENCRYPTED-DATA");
+      expect(sent, provider).not.toContain("redacted");
+    }
   });
 });

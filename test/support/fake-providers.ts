@@ -4,8 +4,9 @@
  * (`POST /v1/chat/completions`, `data:` chunks ending in `[DONE]`) with the OpenAI, Kimi and Mistral
  * profiles. Every request is checked against docs/providers.md (provider-rules.ts) and rejected with the
  * provider's real status and error body if it breaks a rule; otherwise the next queued reply is
- * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), an HTTP
- * error, or a stream that stalls until the client goes away.
+ * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), Anthropic
+ * thinking (signed blocks and redacted ones, each a block of its own), an HTTP error, or a stream that
+ * stalls until the client goes away.
  *
  * Token usage is reported as each real API does: Anthropic in `message_start` (input) and
  * `message_delta` (output, cumulative); OpenAI only when asked with `stream_options.include_usage`, in a
@@ -16,9 +17,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ProfileName } from "../../src/history/render/index.js";
-import { checkProviderMessages, type ProviderRejection } from "./provider-rules.js";
+import { checkProviderMessages, type Json, type ProviderRejection } from "./provider-rules.js";
 
 export type FakeToolCall = { name: string; input: Record<string, unknown> };
+
+/** A thinking block of an Anthropic reply: signed text, or a redacted block's opaque data. */
+export type FakeThinking = { text: string; signature: string } | { redacted: string };
 
 /** Token counts a reply reports (as the provider would have counted them). */
 export type FakeUsage = { input: number; output: number };
@@ -29,7 +33,8 @@ export type FakeReply =
       kind: "tools";
       calls: FakeToolCall[];
       text?: string;
-      thinking?: { text: string; signature: string };
+      /** Streamed before the text and calls, block by block, in this order. */
+      thinking?: FakeThinking | readonly FakeThinking[];
       usage?: FakeUsage;
     }
   | { kind: "error"; status: number; message: string }
@@ -42,8 +47,17 @@ export class FakeProvider {
   /** Streams the client abandoned before they ended. */
   abandoned = 0;
   private readonly replies: FakeReply[] = [];
-  /** Thinking signatures this fake issued: a signature from anywhere else is rejected, as Anthropic does. */
-  private readonly issuedSignatures = new Set<string>();
+  /**
+   * What this fake's thinking was, as Anthropic checks it: each signature with the text and model it
+   * signs, each redacted block's data with its model, and each response's thinking blocks (as
+   * streamed) by the ids of its calls. A signature from anywhere else, or on other text or for another
+   * model, is rejected; so is the latest assistant message when its thinking is not what was sent.
+   */
+  private readonly issued = {
+    signatures: new Map<string, { text: string; model: unknown }>(),
+    redacted: new Map<string, unknown>(),
+    thinkingByCall: new Map<string, Json[]>(),
+  };
   private server!: Server;
   private port = 0;
   private responseCounter = 0;
@@ -94,7 +108,13 @@ export class FakeProvider {
     const messages = Array.isArray(body.messages) ? body.messages : [];
     const rejection = checkProviderMessages(this.profile, messages, {
       thinking: this.profile === "anthropic" ? body.thinking !== undefined : false,
-      acceptSignature: (signature) => this.issuedSignatures.has(signature),
+      acceptSignature: (signature, thinking) => {
+        const issued = this.issued.signatures.get(signature);
+        return issued?.text === thinking && issued.model === body.model;
+      },
+      acceptRedacted: (data) =>
+        this.issued.redacted.has(data) && this.issued.redacted.get(data) === body.model,
+      issuedThinking: (toolUseId) => this.issued.thinkingByCall.get(toolUseId),
     });
     const streamOptionsRejection =
       this.profile === "openai" && body.stream_options !== undefined && body.stream !== true
@@ -137,7 +157,7 @@ export class FakeProvider {
     this.responseCounter++;
     const usage =
       reply.kind === "stall" ? { input: 0, output: 0 } : (reply.usage ?? estimateUsage(text, reply));
-    if (this.profile === "anthropic") this.streamAnthropic(response, reply, usage);
+    if (this.profile === "anthropic") this.streamAnthropic(response, reply, usage, body.model);
     else this.streamOpenAI(response, reply, usage, body);
   }
 
@@ -154,6 +174,7 @@ export class FakeProvider {
     response: ServerResponse,
     reply: Exclude<FakeReply, { kind: "error" }>,
     usage: FakeUsage,
+    model: unknown,
   ): void {
     const send = (event: string, data: unknown) =>
       response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -173,23 +194,38 @@ export class FakeProvider {
     send("ping", { type: "ping" });
     if (reply.kind === "stall") return;
     let index = 0;
-    if (reply.kind === "tools" && reply.thinking) {
-      this.issuedSignatures.add(reply.thinking.signature);
-      send("content_block_start", {
-        type: "content_block_start",
-        index,
-        content_block: { type: "thinking", thinking: "", signature: "" },
-      });
-      send("content_block_delta", {
-        type: "content_block_delta",
-        index,
-        delta: { type: "thinking_delta", thinking: reply.thinking.text },
-      });
-      send("content_block_delta", {
-        type: "content_block_delta",
-        index,
-        delta: { type: "signature_delta", signature: reply.thinking.signature },
-      });
+    const thinking = reply.kind === "tools" && reply.thinking ? [reply.thinking].flat() : [];
+    const sentThinking: Json[] = [];
+    for (const block of thinking) {
+      if ("redacted" in block) {
+        // arrives whole in its start event, with no deltas
+        this.issued.redacted.set(block.redacted, model);
+        sentThinking.push({ type: "redacted_thinking", data: block.redacted });
+        send("content_block_start", {
+          type: "content_block_start",
+          index,
+          content_block: { type: "redacted_thinking", data: block.redacted },
+        });
+      } else {
+        this.issued.signatures.set(block.signature, { text: block.text, model });
+        sentThinking.push({ type: "thinking", thinking: block.text, signature: block.signature });
+        send("content_block_start", {
+          type: "content_block_start",
+          index,
+          content_block: { type: "thinking", thinking: "", signature: "" },
+        });
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "thinking_delta", thinking: block.text },
+        });
+        // the signature comes last, at the end of its block
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "signature_delta", signature: block.signature },
+        });
+      }
       send("content_block_stop", { type: "content_block_stop", index });
       index++;
     }
@@ -213,6 +249,7 @@ export class FakeProvider {
     const calls = reply.kind === "tools" ? reply.calls : [];
     for (const [position, call] of calls.entries()) {
       const id = `toolu_fake${this.responseCounter}x${position}`;
+      this.issued.thinkingByCall.set(id, sentThinking);
       send("content_block_start", {
         type: "content_block_start",
         index,

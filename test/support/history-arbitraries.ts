@@ -1,7 +1,7 @@
 /**
  * fast-check arbitraries for canonical histories as they occur after aborts, crashes, retries and
- * provider switches: random interleavings of user text, assistant text, thinking (signed or not, from
- * several providers and models), tool calls and results — results before or after their calls,
+ * provider switches: random interleavings of user text, assistant text, thinking (signed, unsigned or
+ * redacted, from several providers and models), tool calls and results — results before or after their calls,
  * scattered, duplicated, orphaned, real or synthetic — reused and empty provider ids, native-looking
  * and empty canonical ids, a repeated call block, invalid tool names, blank texts, calls with no result.
  */
@@ -26,6 +26,18 @@ export function acceptsSignaturesOf(provider: string, model: string): (signature
   const prefix = `sig:${provider}:${model}:`;
   return (signature) => signature.startsWith(prefix);
 }
+/** A redacted block's data names its issuer the same way. */
+export function redactedDataFor(
+  provider: string | undefined,
+  model: string | undefined,
+  serial: number,
+): string {
+  return `redacted:${provider ?? "?"}:${model ?? "?"}:${serial}`;
+}
+export function acceptsRedactedOf(provider: string, model: string): (data: string) => boolean {
+  const prefix = `redacted:${provider}:${model}:`;
+  return (data) => data.startsWith(prefix);
+}
 
 const STATUSES: readonly ToolResponseStatus[] = ["complete", "error", "cancelled", "timeout", "interrupted"];
 const TOOL_NAMES = ["echo", "read_file", "sleep", "bad name!", "", "a.b", "x".repeat(70)] as const;
@@ -45,7 +57,8 @@ const PROVIDER_IDS = [
 
 type ResultSpec = { status: ToolResponseStatus; blank: boolean; displacement: number | null };
 type CallSpec = { idKind: number; providerId: number; name: string; results: ResultSpec[] };
-type ThinkingSpec = { provider: number; model: number; signed: boolean; text: string };
+/** `redacted`: a redacted block (no text, no signature) instead of a text one. */
+type ThinkingSpec = { provider: number; model: number; signed: boolean; redacted: boolean; text: string };
 type StepSpec = {
   thinking: ThinkingSpec | null;
   texts: string[];
@@ -87,6 +100,7 @@ const thinkingArbitrary: fc.Arbitrary<ThinkingSpec> = fc.record({
   provider: favourFirst(THINKING_PROVIDERS.length - 1),
   model: favourFirst(THINKING_MODELS.length - 1),
   signed: fc.nat({ max: 3 }).map((value) => value > 0),
+  redacted: fc.nat({ max: 4 }).map((value) => value === 0),
   text: fc.string({ maxLength: 8 }),
 });
 
@@ -124,6 +138,7 @@ type DraftBlock =
       role: "assistant";
       text: string;
       signature?: string;
+      redacted?: string;
       provider?: string;
       model?: string;
     }
@@ -172,13 +187,18 @@ function buildHistory(spec: HistorySpec): HistoryBlock[] {
         const provider = THINKING_PROVIDERS[step.thinking.provider];
         const model = THINKING_MODELS[step.thinking.model];
         serial += 1;
+        const sealed = step.thinking.redacted
+          ? { text: "", redacted: redactedDataFor(provider, model, serial) }
+          : {
+              text: step.thinking.text,
+              ...(step.thinking.signed ? { signature: signatureFor(provider, model, serial) } : {}),
+            };
         drafts.push({
           turnId,
           block: {
             kind: "thinking",
             role: "assistant",
-            text: step.thinking.text,
-            ...(step.thinking.signed ? { signature: signatureFor(provider, model, serial) } : {}),
+            ...sealed,
             ...(provider === undefined ? {} : { provider }),
             ...(model === undefined ? {} : { model }),
           },
@@ -268,6 +288,10 @@ export function think(
   extra: { signature?: string; provider?: string; model?: string } = {},
 ): Content {
   return { kind: "thinking", role: "assistant", text, ...extra };
+}
+/** A redacted thinking block: no text, the provider's opaque `data`. */
+export function redacted(data: string, origin: { provider?: string; model?: string } = {}): Content {
+  return { kind: "thinking", role: "assistant", text: "", redacted: data, ...origin };
 }
 export function call(
   callId: string,

@@ -19,7 +19,7 @@ const OPENAI_MAX_ID_LENGTH = 40;
 const MISTRAL_ID_PATTERN = /^[a-zA-Z0-9]{9}$/;
 const KIMI_ID_PATTERN = /^functions\.(.+):(0|[1-9][0-9]*)$/;
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -50,8 +50,19 @@ function anthropicError(message: string): ProviderRejection {
 export type AnthropicCheckOptions = {
   /** The request enables extended thinking. */
   thinking?: boolean;
-  /** Whether a thinking signature was issued by this provider for this model (default: any non-empty string). */
-  acceptSignature?: (signature: string) => boolean;
+  /**
+   * Whether a thinking signature was issued by this provider for this model and this exact text
+   * (default: any non-empty string).
+   */
+  acceptSignature?: (signature: string, text: string) => boolean;
+  /** Whether a redacted block's data was issued by this provider for this model (default: any non-empty string). */
+  acceptRedacted?: (data: string) => boolean;
+  /**
+   * The thinking blocks (`thinking` and `redacted_thinking`, as streamed) of the response that made the
+   * `tool_use` with this id, when this provider made it: the latest assistant message must carry
+   * exactly these, in order (default: not checked).
+   */
+  issuedThinking?: (toolUseId: string) => readonly Json[] | undefined;
 };
 
 const THINKING_TYPES = new Set(["thinking", "redacted_thinking"]);
@@ -61,6 +72,10 @@ export function checkAnthropicMessages(
   options: AnthropicCheckOptions = {},
 ): ProviderRejection | null {
   const acceptSignature = options.acceptSignature ?? ((signature: string) => signature.length > 0);
+  const acceptRedacted = options.acceptRedacted ?? ((data: string) => data.length > 0);
+  const latestAssistant = messages.findLastIndex(
+    (message) => isObject(message) && message.role === "assistant",
+  );
   const toolUseIds = new Set<string>();
   let previousRole: string | undefined;
   let previousToolUseIds: string[] = [];
@@ -123,11 +138,26 @@ export function checkAnthropicMessages(
           `messages.${i}: The final block in an assistant message cannot be \`thinking\`.`,
         ); // known
       }
+      if (i === latestAssistant && options.issuedThinking) {
+        const rejection = checkLatestThinking(blocks as Json[], i, options.issuedThinking);
+        if (rejection) return rejection;
+      }
       for (let j = 0; j < blocks.length; j++) {
         const block = blocks[j] as Json;
         if (block.type === "thinking") {
-          if (typeof block.signature !== "string" || !acceptSignature(block.signature)) {
+          if (
+            typeof block.signature !== "string" ||
+            typeof block.thinking !== "string" ||
+            !acceptSignature(block.signature, block.thinking)
+          ) {
             return anthropicError(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
+          }
+        } else if (block.type === "redacted_thinking") {
+          if (typeof block.data !== "string" || !acceptRedacted(block.data)) {
+            // ours
+            return anthropicError(
+              `messages.${i}.content.${j}: Invalid \`data\` in \`redacted_thinking\` block`,
+            );
           }
         } else if (block.type === "tool_use") {
           const id = block.id;
@@ -190,7 +220,7 @@ export function checkAnthropicMessages(
       const answeredHere = new Set<string>();
       for (let j = 0; j < blocks.length; j++) {
         const block = blocks[j] as Json;
-        if (block.type === "thinking" || block.type === "tool_use") {
+        if (THINKING_TYPES.has(String(block.type)) || block.type === "tool_use") {
           return anthropicError(
             `messages.${i}.content.${j}: \`${block.type}\` blocks are only allowed in assistant messages`,
           ); // ours
@@ -221,6 +251,42 @@ export function checkAnthropicMessages(
     previousToolUseIds = currentToolUseIds;
   }
   return checkAnthropicThinking(messages, options.thinking === true);
+}
+
+/**
+ * Rule 10: the thinking of the latest assistant message, when it has any, is the thinking of the
+ * response that made its calls — every block, unchanged, in order (no merging, no reordering, none
+ * missing). Traced through the message's `tool_use` ids; a message this provider did not make is not
+ * checked here.
+ */
+function checkLatestThinking(
+  blocks: readonly Json[],
+  i: number,
+  issuedThinking: (toolUseId: string) => readonly Json[] | undefined,
+): ProviderRejection | null {
+  const thinking: number[] = [];
+  let expected: readonly Json[] | undefined;
+  blocks.forEach((block, j) => {
+    if (THINKING_TYPES.has(String(block.type))) thinking.push(j);
+    else if (block.type === "tool_use" && typeof block.id === "string") expected ??= issuedThinking(block.id);
+  });
+  if (expected === undefined || thinking.length === 0) return null;
+  for (let k = 0; k < Math.max(thinking.length, expected.length); k++) {
+    const j = thinking[k];
+    if (j !== undefined && sameThinking(blocks[j]!, expected[k])) continue;
+    // known
+    return anthropicError(
+      `messages.${i}.content.${j ?? thinking[thinking.length - 1]! + 1}: \`thinking\` or \`redacted_thinking\` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`,
+    );
+  }
+  return null;
+}
+
+function sameThinking(block: Json, issued: Json | undefined): boolean {
+  if (issued === undefined || block.type !== issued.type) return false;
+  return block.type === "thinking"
+    ? block.thinking === issued.thinking && block.signature === issued.signature
+    : block.data === issued.data;
 }
 
 /** Rule 8: a result's content may be absent; when present it is non-blank text, and text only with is_error. */

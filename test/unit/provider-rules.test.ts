@@ -28,7 +28,68 @@ const thinking = (signature = "sig") => ({ type: "thinking", thinking: "hmm", si
 const anthropicUser = (...content: unknown[]) => ({ role: "user", content });
 const anthropicAssistant = (...content: unknown[]) => ({ role: "assistant", content });
 
+const signedThinking = (value: string, signature: string) => ({
+  type: "thinking" as const,
+  thinking: value,
+  signature,
+});
+const redactedThinking = (data: string) => ({ type: "redacted_thinking" as const, data });
+/** The thinking a provider streamed in the response that made toolu_1. */
+const ISSUED = [
+  signedThinking("one", "S-one"),
+  signedThinking("two", "S-two"),
+  redactedThinking("ENCRYPTED-DATA"),
+];
+const signs = (signature: string, value: string) =>
+  ISSUED.some(
+    (block) => block.type === "thinking" && block.signature === signature && block.thinking === value,
+  );
+const issuedOptions: AnthropicCheckOptions = {
+  thinking: true,
+  acceptSignature: signs,
+  issuedThinking: (id) => (id === "toolu_1" ? ISSUED : undefined),
+};
+const answering = (...thoughts: unknown[]) => [
+  anthropicUser(text("go")),
+  anthropicAssistant(...thoughts, toolUse("toolu_1")),
+  anthropicUser(toolResult("toolu_1")),
+];
+
+/** The latest assistant message's thinking merged, reordered or cut short: where each goes wrong. */
+function latestThinkingCases(): [string, unknown[], string, AnthropicCheckOptions][] {
+  const [one, two, sealed] = ISSUED;
+  const modified = (j: number) =>
+    `messages.1.content.${j}: \`thinking\` or \`redacted_thinking\` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`;
+  return [
+    [
+      "10: the latest message's thinking blocks reordered",
+      answering(two, one, sealed),
+      modified(0),
+      issuedOptions,
+    ],
+    ["10: the latest message's redacted block missing", answering(one, two), modified(2), issuedOptions],
+    [
+      "10: the latest message's thinking blocks merged",
+      answering(signedThinking("onetwo", "S-two"), sealed),
+      modified(0),
+      issuedOptions,
+    ],
+  ];
+}
+
 describe("Anthropic rules", () => {
+  it("accepts the latest message's thinking exactly as the provider streamed it, and older thinking that was dropped", () => {
+    expect(checkAnthropicMessages(answering(...ISSUED), issuedOptions)).toBeNull();
+    const older = [...answering(...ISSUED), anthropicAssistant(text("done")), anthropicUser(text("more"))];
+    expect(checkAnthropicMessages(older, issuedOptions)).toBeNull();
+    const olderWithoutThinking = [
+      ...answering(),
+      anthropicAssistant(text("done")),
+      anthropicUser(text("more")),
+    ];
+    expect(checkAnthropicMessages(olderWithoutThinking, { ...issuedOptions, thinking: false })).toBeNull();
+  });
+
   it("accepts a valid tool round trip, with thinking on and off", () => {
     const messages = [
       anthropicUser(text("go")),
@@ -216,6 +277,19 @@ describe("Anthropic rules", () => {
       "messages.1: The final block in an assistant message cannot be `thinking`.",
       { thinking: true },
     ],
+    [
+      "10: a thinking block whose text is not the text its signature signs",
+      [anthropicUser(text("go")), anthropicAssistant(signedThinking("onetwo", "S-two"), text("hi"))],
+      "messages.1.content.0: Invalid `signature` in `thinking` block",
+      { thinking: true, acceptSignature: signs },
+    ],
+    [
+      "10: a redacted block whose data the provider never issued",
+      [anthropicUser(text("go")), anthropicAssistant(redactedThinking("FORGED"), text("hi"))],
+      "messages.1.content.0: Invalid `data` in `redacted_thinking` block",
+      { thinking: true, acceptRedacted: (data) => data === "ENCRYPTED-DATA" },
+    ],
+    ...latestThinkingCases(),
   ])("rule %s", (_rule, messages, message, options) => {
     const rejection = checkAnthropicMessages(messages, options);
     expect(rejection?.status).toBe(400);

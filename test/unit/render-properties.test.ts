@@ -18,7 +18,12 @@ import {
   type RenderOptions,
   type RenderResult,
 } from "../../src/history/render/index.js";
-import { RENDER_MODEL, acceptsSignaturesOf, historyArbitrary } from "../support/history-arbitraries.js";
+import {
+  RENDER_MODEL,
+  acceptsRedactedOf,
+  acceptsSignaturesOf,
+  historyArbitrary,
+} from "../support/history-arbitraries.js";
 import { checkProviderMessages, rejectionMessage } from "../support/provider-rules.js";
 
 const RUNS = 300;
@@ -30,6 +35,7 @@ function providerVerdict(history: readonly HistoryBlock[], profile: ProfileName,
   const rejection = checkProviderMessages(profile, request.messages, {
     thinking: request.thinking,
     acceptSignature: acceptsSignaturesOf("anthropic", RENDER_MODEL),
+    acceptRedacted: acceptsRedactedOf("anthropic", RENDER_MODEL),
   });
   return { request, rejection };
 }
@@ -137,6 +143,31 @@ describe("rendered transcripts for arbitrary histories", () => {
               expect(entry.status).toBe(recorded.status);
               expect(entry.content).toBe(recorded.result.trim() === "" ? EMPTY_RESULT_TEXT : recorded.result);
             }
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    },
+  );
+
+  it.each(PROFILE_NAMES)(
+    "%s: a redacted block's data goes only to Anthropic, for the model that made it, and only as redacted_thinking",
+    (profile) => {
+      fc.assert(
+        fc.property(historyArbitrary(), (history) => {
+          for (const thinking of THINKING_SETTINGS) {
+            const { request } = providerVerdict(history, profile, { thinking });
+            const sent = JSON.stringify(request.messages).match(/redacted:[^"]*/g) ?? [];
+            const asBlocks = request.messages.flatMap((message) =>
+              Array.isArray(message.content)
+                ? (message.content as { type?: string; data?: string }[]).flatMap((block) =>
+                    block.type === "redacted_thinking" ? [block.data] : [],
+                  )
+                : [],
+            );
+            expect(sent).toEqual(asBlocks);
+            const own = `redacted:anthropic:${RENDER_MODEL}:`;
+            for (const data of sent) expect(profile === "anthropic" && data.startsWith(own)).toBe(true);
           }
         }),
         { numRuns: RUNS },

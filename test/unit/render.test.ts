@@ -8,6 +8,7 @@ import {
   CONTINUE_TEXT,
   EMPTY_RESULT_TEXT,
   NO_REPLY_BRIDGE_TEXT,
+  estimateMessageTokens,
   getProfile,
   renderProviderRequest,
   renderTranscript,
@@ -16,7 +17,7 @@ import {
   toOpenAIChatMessages,
   type RenderedMessage,
 } from "../../src/history/render/index.js";
-import { call, history, result, say, think, user } from "../support/history-arbitraries.js";
+import { call, history, redacted, result, say, think, user } from "../support/history-arbitraries.js";
 import { checkProviderMessages, rejectionMessage } from "../support/provider-rules.js";
 
 const MODEL = "claude-test";
@@ -43,9 +44,10 @@ function outline(messages: readonly RenderedMessage[]): string[] {
     if (message.role === "tool_results") {
       return `results: ${message.results.map((entry) => `${entry.canonicalId}=${entry.content}`).join(", ")}`;
     }
-    const parts = message.content.map((part) =>
-      part.type === "tool_call" ? `call ${part.canonicalId}` : `${part.type} ${part.text}`,
-    );
+    const parts = message.content.map((part) => {
+      if (part.type === "tool_call") return `call ${part.canonicalId}`;
+      return part.type === "redacted_thinking" ? `redacted ${part.data}` : `${part.type} ${part.text}`;
+    });
     return `assistant: ${parts.join(" | ")}`;
   });
 }
@@ -325,6 +327,114 @@ describe("thinking", () => {
     expect(placeholder.messages[1]).toMatchObject({ role: "assistant", reasoning_content: "" });
     const off = renderProviderRequest(blocks, "kimi", { thinking: false });
     expect(JSON.stringify(off.messages)).not.toContain("reasoning_content");
+  });
+
+  describe("several blocks, and redacted ones", () => {
+    const origin = { provider: "anthropic", model: MODEL };
+    const sealed = history(
+      user("go"),
+      signed("one", "S-one"),
+      signed("two", "S-two"),
+      redacted("ENCRYPTED-DATA", origin),
+      call("c1"),
+      result("c1", "ok"),
+    );
+
+    it("Anthropic: sends every block of the answered message unchanged, in its place, the redacted one as redacted_thinking", () => {
+      const request = renderProviderRequest(sealed, "anthropic", { thinking: true, model: MODEL });
+      expect(request.thinking).toBe(true);
+      expect(request.messages[1]).toEqual({
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "one", signature: "S-one" },
+          { type: "thinking", thinking: "two", signature: "S-two" },
+          { type: "redacted_thinking", data: "ENCRYPTED-DATA" },
+          { type: "tool_use", id: request.ids.toProjected.get("c1"), name: "echo", input: { text: "c1" } },
+        ],
+      });
+      expect(request.diagnostics.droppedThinking).toEqual([]);
+      expect(checkProviderMessages("anthropic", request.messages, { thinking: true })).toBeNull();
+    });
+
+    it("Anthropic: a redacted block alone is the signed thinking the answered message must start with", () => {
+      const blocks = history(user("go"), redacted("ENCRYPTED-DATA", origin), call("c1"), result("c1", "ok"));
+      const request = renderProviderRequest(blocks, "anthropic", { thinking: true, model: MODEL });
+      expect(request.thinking).toBe(true);
+      expect(request.diagnostics.thinking).toEqual({ requested: true, effective: true });
+      expect(request.messages[1]).toMatchObject({
+        content: [{ type: "redacted_thinking", data: "ENCRYPTED-DATA" }, { type: "tool_use" }],
+      });
+      expect(checkProviderMessages("anthropic", request.messages, { thinking: true })).toBeNull();
+    });
+
+    it.each([
+      [
+        "another provider",
+        redacted("R", { provider: "kimi", model: MODEL }),
+        { thinking: true },
+        "other_provider",
+      ],
+      [
+        "another model",
+        redacted("R", { ...origin, model: "claude-other" }),
+        { thinking: true },
+        "other_model",
+      ],
+      ["no data", redacted("", origin), { thinking: true }, "no_signature"],
+      ["a request with thinking off", redacted("R", origin), { thinking: false }, "thinking_disabled"],
+    ] as const)("Anthropic: drops a redacted block from %s", (_label, block, options, reason) => {
+      const rendered = renderTranscript(history(user("go"), block, say("Hi.")), "anthropic", {
+        ...options,
+        model: MODEL,
+      });
+      expect(outline(rendered.messages)).toEqual(["user: go", "assistant: text Hi."]);
+      expect(rendered.diagnostics.droppedThinking).toEqual([{ position: 1, reason }]);
+    });
+
+    it("Anthropic: drops the redacted block with the rest when thinking must be turned off", () => {
+      const blocks = history(
+        user("first"),
+        redacted("OLD-DATA", origin),
+        say("Answer."),
+        user("second"),
+        say("Calling."),
+        call("c1"),
+        result("c1", "ok"),
+      );
+      const request = renderProviderRequest(blocks, "anthropic", { thinking: true, model: MODEL });
+      expect(request.thinking).toBe(false);
+      expect(JSON.stringify(request.messages)).not.toContain("OLD-DATA");
+      expect(request.diagnostics.droppedThinking).toEqual([{ position: -1, reason: "thinking_disabled" }]);
+    });
+
+    it.each([
+      ["openai", true, "profile_drops_thinking"],
+      ["mistral", true, "profile_drops_thinking"],
+      ["kimi", true, "redacted"],
+      ["kimi", false, "thinking_disabled"],
+    ] as const)(
+      "%s (thinking %s): never sends a redacted block, not as text nor as reasoning",
+      (profile, thinking, reason) => {
+        const request = renderProviderRequest(sealed, profile, { thinking, model: MODEL });
+        const sent = JSON.stringify(request.messages);
+        expect(sent).not.toContain("ENCRYPTED-DATA");
+        expect(request.diagnostics.droppedThinking).toContainEqual({ position: 3, reason });
+        const assistant = request.messages.find((message) => message.role === "assistant") as {
+          content: unknown;
+          reasoning_content?: string;
+        };
+        // Kimi reasons with the texts of the other blocks only, no empty part for the redacted one
+        expect(assistant.reasoning_content).toBe(profile === "kimi" && thinking ? "one\n\ntwo" : undefined);
+        expect(checkProviderMessages(profile, request.messages, { thinking: request.thinking })).toBeNull();
+      },
+    );
+
+    it("counts a redacted block's data in the budget estimate", () => {
+      const data = "x".repeat(40);
+      expect(
+        estimateMessageTokens({ role: "assistant", content: [{ type: "redacted_thinking", data }] }),
+      ).toBe(10);
+    });
   });
 
   it.each(["openai", "mistral"] as const)("%s: drops thinking", (profile) => {

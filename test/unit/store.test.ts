@@ -345,6 +345,29 @@ describe("SqliteHistoryStore", () => {
     expect(summary(second)).toEqual(["0 user: go", "1 call a", "2 result a complete: kept"]);
     expect(second.getTurn("turn_1")?.status).toBe("running");
   });
+
+  it("keeps each thinking block of a message, signed or redacted, unchanged and in order across a reopen", () => {
+    const origin = { provider: "anthropic", model: "claude-test" };
+    const thinking: BlockContent[] = [
+      { kind: "thinking", role: "assistant", text: "one", signature: "S-one", ...origin },
+      { kind: "thinking", role: "assistant", text: "two", signature: "S-two", ...origin },
+      { kind: "thinking", role: "assistant", text: "", redacted: "ENCRYPTED-DATA", ...origin },
+    ];
+    const first = open();
+    startTurn(first);
+    first.appendAssistant("ses_1", "turn_1", [...thinking, call("a")]);
+    first.close();
+
+    expect(open().getHistory("ses_1").slice(1, 4)).toStrictEqual(
+      thinking.map((content, index) => ({
+        ...content,
+        sessionId: "ses_1",
+        turnId: "turn_1",
+        position: index + 1,
+        createdAt: expect.any(Number) as number,
+      })),
+    );
+  });
 });
 
 describe("sessions held in memory", () => {

@@ -53,6 +53,7 @@ function assistantContent(message: RenderedAssistantMessage): ContentBlockParam[
   return message.content.map((part): ContentBlockParam => {
     if (part.type === "text") return textBlock(part.text);
     if (part.type === "thinking") return { type: "thinking", thinking: part.text, signature: part.signature };
+    if (part.type === "redacted_thinking") return { type: "redacted_thinking", data: part.data };
     return { type: "tool_use", id: part.id, name: part.name, input: part.input };
   });
 }

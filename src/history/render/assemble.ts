@@ -220,13 +220,18 @@ export class Assembler {
     this.open.calls.clear();
   }
 
-  /** Why a thinking block cannot be sent to this profile at all, or undefined when it may be. */
+  /**
+   * Why a thinking block cannot be sent to this profile at all, or undefined when it may be. A
+   * redacted block is kept where a signed one would be (its data stands for the signature) and is
+   * never turned into text.
+   */
   private thinkingDropReason(block: ThinkingBlock): DroppedThinkingReason | undefined {
     const { profile, thinking, model } = this.settings;
     if (profile.thinking === "drop") return "profile_drops_thinking";
     if (!thinking) return "thinking_disabled";
-    if (profile.thinking === "reasoning-content") return undefined;
-    if (typeof block.signature !== "string" || block.signature.length === 0) return "no_signature";
+    const redacted = block.redacted !== undefined;
+    if (profile.thinking === "reasoning-content") return redacted ? "redacted" : undefined;
+    if (!nonEmpty(redacted ? block.redacted : block.signature)) return "no_signature";
     if (block.provider !== profile.provider) return "other_provider";
     if (model !== undefined && block.model !== model) return "other_model";
     return undefined;
@@ -256,7 +261,10 @@ export class Assembler {
     if (signedThinking > 0) {
       for (let index = 0; index < thinking.length; index++) {
         const block = thinking.get(index);
-        content[at++] = { type: "thinking", text: block.text, signature: block.signature! };
+        content[at++] =
+          block.redacted === undefined
+            ? { type: "thinking", text: block.text, signature: block.signature! }
+            : { type: "redacted_thinking", data: block.redacted };
       }
     } else if (profile.thinking === "reasoning-content" && this.settings.thinking) {
       if (hasCalls) {
@@ -327,6 +335,10 @@ export class Assembler {
       arguments: json,
     };
   }
+}
+
+function nonEmpty(value: string | undefined): boolean {
+  return typeof value === "string" && value.length > 0;
 }
 
 /** Kimi's `reasoning_content`: the texts of the message's thinking blocks, in order. */

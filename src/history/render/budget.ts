@@ -68,6 +68,7 @@ export function estimateMessageTokens(message: RenderedMessage): number {
     for (const part of message.content) {
       if (part.type === "text") characters += part.text.length;
       else if (part.type === "thinking") characters += part.text.length + part.signature.length;
+      else if (part.type === "redacted_thinking") characters += part.data.length;
       else characters += part.id.length + part.name.length + part.arguments.length;
     }
   } else {

@@ -6,9 +6,9 @@
  *   a user message never follows tool results — a short assistant line bridges them; the request ends
  *   with a user message or tool results — a short user line follows a final assistant message.
  * - Anthropic with thinking on: the assistant message whose tool calls the request answers must start
- *   with its signed thinking. When it has none (it came from another provider, or thinking was off
- *   when it was made), thinking cannot be enabled for this request: every thinking block is removed
- *   and `diagnostics.thinking.effective` says so.
+ *   with its signed (or redacted) thinking. When it has none (it came from another provider, or
+ *   thinking was off when it was made), thinking cannot be enabled for this request: every thinking
+ *   block is removed and `diagnostics.thinking.effective` says so.
  *
  * How one message is shaped depends only on the role of the message before it (shaping never changes
  * the role a message's output ends with), so an incremental render shapes each message once.
@@ -20,6 +20,7 @@ import type {
   RenderedAssistantMessage,
   RenderedAssistantPart,
   RenderedMessage,
+  RenderedThinkingPart,
 } from "./types.js";
 import { CONTINUE_TEXT, NO_REPLY_BRIDGE_TEXT } from "./wording.js";
 
@@ -158,7 +159,12 @@ export function mustDisableThinking(
   if (profile.thinking !== "signed-blocks" || !requested) return false;
   const answered = answeredAssistantIndex(messages, from);
   if (answered === -1) return false;
-  return (messages[answered] as RenderedAssistantMessage).content[0]?.type !== "thinking";
+  const first = (messages[answered] as RenderedAssistantMessage).content[0];
+  return first === undefined || !isThinkingPart(first);
+}
+
+function isThinkingPart(part: RenderedAssistantPart): part is RenderedThinkingPart {
+  return part.type === "thinking" || part.type === "redacted_thinking";
 }
 
 /**
@@ -174,14 +180,12 @@ export function settleSignedThinking(
   diagnostics.thinking.effective = false;
   diagnostics.thinking.reason = THINKING_DISABLED_REASON;
   return messages.map((candidate) => {
-    if (candidate.role !== "assistant" || !candidate.content.some((part) => part.type === "thinking")) {
-      return candidate;
-    }
+    if (candidate.role !== "assistant" || !candidate.content.some(isThinkingPart)) return candidate;
     for (const part of candidate.content) {
-      if (part.type === "thinking")
+      if (isThinkingPart(part))
         diagnostics.droppedThinking.push({ position: -1, reason: "thinking_disabled" });
     }
-    return withFields(candidate, { content: candidate.content.filter((part) => part.type !== "thinking") });
+    return withFields(candidate, { content: candidate.content.filter((part) => !isThinkingPart(part)) });
   });
 }
 

@@ -9,8 +9,12 @@ import type { IdFormat, ProfileName, ProviderFormat } from "./profiles.js";
 export type RenderedUserMessage = { role: "user"; text: string };
 
 export type RenderedTextPart = { type: "text"; text: string };
-/** A signed thinking block, kept only for the provider (and model) that signed it. */
-export type RenderedThinkingPart = { type: "thinking"; text: string; signature: string };
+/**
+ * Thinking kept only for the provider (and model) that made it: a signed block, or a redacted one
+ * (`data`: the provider's opaque content). Either stays in its place among the message's thinking.
+ */
+export type RenderedThinkingPart =
+  { type: "thinking"; text: string; signature: string } | { type: "redacted_thinking"; data: string };
 export type RenderedToolCallPart = {
   type: "tool_call";
   /** The id the provider sees (projected per profile). */
@@ -118,6 +122,10 @@ export type RenderDiagnostics = {
   resultsBeforeCall: { callId: string; position: number }[];
   /** Text or thinking found between a call and its result, placed after the results. */
   movedBlocks: { position: number; kind: "text" | "thinking"; role: "user" | "assistant" }[];
+  /**
+   * Thinking not sent, and why. `redacted`: a redacted block for a profile that sends thinking as
+   * text (Kimi); its data is only for the provider and model that made it.
+   */
   droppedThinking: {
     position: number;
     reason:
@@ -127,7 +135,8 @@ export type RenderDiagnostics = {
       | "other_provider"
       | "other_model"
       | "no_tool_calls"
-      | "no_other_content";
+      | "no_other_content"
+      | "redacted";
   }[];
   droppedText: { position: number; role: "user" | "assistant"; reason: "empty" | "beside_tool_calls" }[];
   /** Text split off an assistant message with tool calls into its own message before it (Mistral). */
