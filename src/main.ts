@@ -17,6 +17,7 @@ import { createRuntime } from "./runtime.js";
 import { BatchedLogDestination } from "./observability/batched-log-destination.js";
 import { recoverInterruptedTurns } from "./turns/recovery.js";
 
+/** How long a shutdown may take beyond `EXEC_KILL_GRACE_MS`, which exec's process groups get in full. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 const SHUTDOWN_TURN_WAIT_MS = 3_000;
 const SHUTDOWN_FLUSH_WAIT_MS = 3_000;
@@ -108,7 +109,7 @@ function start(): void {
     setTimeout(() => {
       logger.error("shutdown deadline passed; exiting");
       process.exit(1);
-    }, SHUTDOWN_DEADLINE_MS).unref();
+    }, SHUTDOWN_DEADLINE_MS + config.tools.system.execKillGraceMs).unref();
     // Stop accepting; `closed` settles once every connection has ended.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await runtime.manager.abortAll("shutdown", SHUTDOWN_TURN_WAIT_MS);

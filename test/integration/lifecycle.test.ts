@@ -253,6 +253,36 @@ describe("process ownership", () => {
     }
   });
 
+  it("gives exec's process groups their whole kill grace at shutdown, however long, and still exits 0", async () => {
+    const root = mkdtempSync(join(tmpdir(), "reins-exec-root-"));
+    // longer than the 10 s the rest of a shutdown may take
+    const graceMs = 10_500;
+    try {
+      const handle = await server({
+        SYSTEM_TOOLS: "exec",
+        ALLOWED_ROOTS: root,
+        EXEC_KILL_GRACE_MS: String(graceMs),
+      });
+      const stream = await SseStream.start(handle.baseUrl, {
+        message: `/tool exec {"command":"trap '' TERM; sleep 47.321"}`,
+      });
+      await stream.next((event) => event.type === "tool_start");
+      // the shell ignores SIGTERM once it runs its sleep
+      await eventually(async () => {
+        const shell = liveDescendants(handle.child.pid ?? -1).find((process) => process.command === "sh");
+        if (!shell || !liveMembersOfGroup(shell.pgid).some((process) => process.command === "sleep")) {
+          throw new Error("exec not running yet");
+        }
+      });
+      const stopping = Date.now();
+      expect(await handle.stop("SIGTERM")).toBe(0);
+      expect(Date.now() - stopping).toBeGreaterThanOrEqual(graceMs - 100);
+      expect(handle.logs().join("\n")).not.toContain("shutdown deadline passed");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it("refuses to start a second server on a DATA_DIR another one is using", async () => {
     const first = await server();
     const { code, stderr } = await runServerToExit({ DATA_DIR: first.dataDir });
