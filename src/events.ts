@@ -69,12 +69,16 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     error: z.string(),
     classification: z.enum(["transient", "permanent"]),
   }),
-  /** A call that needs a person's approval waits (docs/semantics.md#approval); `deadlineMs` is epoch ms. */
+  /**
+   * A call that needs a person's approval waits (docs/semantics.md#approval); `deadlineMs` is epoch ms.
+   * `childTurnId`: the call waits in that delegated turn under this one (decide it on either turn's id).
+   */
   z.object({
     type: z.literal("tool_approval_request"),
     ...toolRef,
     input: z.unknown(),
     deadlineMs: z.number(),
+    childTurnId: z.string().optional(),
   }),
   /** The decision on a waiting call; `reason` on a rejection (`approval timed out` at the deadline). */
   z.object({
@@ -83,6 +87,7 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     decision: z.enum(["approve", "reject"]),
     edited: z.boolean(),
     reason: z.string().optional(),
+    childTurnId: z.string().optional(),
   }),
   /** A failed inference (429, 5xx, network, before any output) about to be retried; not an error. */
   z.object({

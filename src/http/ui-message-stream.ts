@@ -9,7 +9,9 @@
  * - a call (`tool_start`, `tool_approval_request`, or a result of a call never started) →
  *   `tool-input-available` (dynamic: the client does not declare reins' tools); `tool_start` after an
  *   approval sends it again with the input that runs (an edited one included);
- * - `tool_approval_request` → `tool-approval-request` (approvalId: the call's id);
+ * - `tool_approval_request` → `tool-approval-request` (approvalId: the call's id); one of a delegated
+ *   turn's calls (`childTurnId`) is no call of this message: only a transient `data-tool-approval-request`
+ *   with its `childTurnId` and `input`, to decide over HTTP;
  * - `tool_result` → `tool-output-available` (complete), `tool-output-denied` (rejected) or
  *   `tool-output-error` (error, cancelled, timeout, interrupted; errorText: the result);
  * - `tool_progress`, `tool_retry`, `tool_timeout`, `tool_approval`, `model_retry`, `debugger.pause` →
@@ -106,6 +108,16 @@ export class UiMessageMapper {
         this.announce(chunks, event.toolId, event.toolName, event.input, true);
         break;
       case "tool_approval_request":
+        if (event.childTurnId !== undefined) {
+          chunks.push(
+            transient("data-tool-approval-request", event, {
+              deadlineMs: event.deadlineMs,
+              childTurnId: event.childTurnId,
+              input: event.input,
+            }),
+          );
+          break;
+        }
         this.announce(chunks, event.toolId, event.toolName, event.input, false);
         chunks.push({ type: "tool-approval-request", approvalId: event.toolId, toolCallId: event.toolId });
         chunks.push(transient("data-tool-approval-request", event, { deadlineMs: event.deadlineMs }));
@@ -139,6 +151,7 @@ export class UiMessageMapper {
             decision: event.decision,
             edited: event.edited,
             ...(event.reason === undefined ? {} : { reason: event.reason }),
+            ...(event.childTurnId === undefined ? {} : { childTurnId: event.childTurnId }),
           }),
         );
         break;

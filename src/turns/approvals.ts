@@ -143,6 +143,11 @@ export class ApprovalRegistry {
     return { accepted: true };
   }
 
+  /** The turn whose call `toolId` waits for a decision, if one does. */
+  turnOf(toolId: string): string | undefined {
+    return this.waiting.get(toolId)?.turnId;
+  }
+
   /** The calls of `turnId` waiting for a decision, oldest first. */
   pendingOf(turnId: string): PendingApproval[] {
     const pending: PendingApproval[] = [];

@@ -298,7 +298,18 @@ export class TurnManager {
   decideApproval(turnId: string, toolId: string, decision: ApprovalDecision): DecideOutcome {
     const run = this.turns.get(turnId);
     if (!run || run.finished) return { accepted: false, problem: "not_waiting" };
-    return this.approvals.decide(turnId, toolId, decision);
+    // a call waiting in a delegated turn under this one is decided from here too (its stream shows it)
+    const waitingIn = this.approvals.turnOf(toolId);
+    const decidedIn = waitingIn !== undefined && this.runsUnder(waitingIn, turnId) ? waitingIn : turnId;
+    return this.approvals.decide(decidedIn, toolId, decision);
+  }
+
+  /** Whether running turn `turnId` is a child, grandchild… of `ancestorId`. */
+  private runsUnder(turnId: string, ancestorId: string): boolean {
+    for (let run = this.turns.get(turnId); run?.parentTurnId; run = this.turns.get(run.parentTurnId)) {
+      if (run.parentTurnId === ancestorId) return true;
+    }
+    return false;
   }
 
   /** Continues a paused turn; false when the turn is not running or not waiting in that pause. */

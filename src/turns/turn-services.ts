@@ -92,7 +92,14 @@ async function followChildTurn(
   onEvent?: (type: string) => void,
 ): Promise<ChildTurnResult> {
   const child = startChildTurn(manager, parent, request);
-  const followed = manager.follow(child, 0, (event) => onEvent?.(event.type));
+  const followed = manager.follow(child, 0, (event) => {
+    // a person can only decide what a stream shows them: the parent's shows the child's approvals
+    if (event.type === "tool_approval_request" || event.type === "tool_approval") {
+      const { turnId, seq: _seq, at: _at, ...body } = event;
+      parent.bus.emit({ ...body, childTurnId: body.childTurnId ?? turnId });
+    }
+    onEvent?.(event.type);
+  });
   const onAbort = () => manager.abortTurn(child.turnId, "parent");
   signal.addEventListener("abort", onAbort, { once: true });
   let outcome;

@@ -2,7 +2,7 @@
  * Tool approval on the webchat page (docs/semantics.md#approval) in real Chromium at desktop size against the
  * real server: a card per waiting call with its input, Approve, Edit (an invalid edit shows the server's 400
  * naming the field and the card keeps waiting; a valid one runs), and Reject with a reason; the cards come
- * back in the right state after a reload.
+ * back in the right state after a reload; a delegated turn's waiting call gets its card in the parent's turn.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -91,6 +91,29 @@ describe("approval cards", () => {
     const answer = page.getByTestId("assistant-text").last();
     await expectText(answer, /\[REJECTED\] not this one/, 15_000);
     await expectText(answer, /edited by a person/);
+    await expectAttribute(page.getByTestId("turn").last(), "data-state", "complete", 15_000);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("a delegated turn's call waiting for approval gets its card in the parent's turn, and approving it runs it", async () => {
+    const configFile = join(configDir, "delegating.json");
+    writeFileSync(
+      configFile,
+      JSON.stringify({ agents: { default: { tools: ["*"], approval: { echo: "always", "*": "never" } } } }),
+    );
+    const server = await harness.startServer({ env: { CONFIG_FILE: configFile } });
+    const { page, pageErrors } = await harness.open(server, DESKTOP_VIEWPORT);
+
+    const delegation = { agentId: "default", message: '/tool echo {"text":"asked by the child"}' };
+    await sendMessage(page, `/tool delegate ${JSON.stringify(delegation)}`);
+    const card = page.getByTestId("approval");
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    expect(JSON.parse((await card.getByTestId("approval-input").inputValue()) || "null")).toEqual({
+      text: "asked by the child",
+    });
+    await card.getByTestId("approval-approve").click();
+    await expectAttribute(card, "data-state", "approved");
+    await expectText(page.getByTestId("assistant-text").last(), /asked by the child/, 15_000);
     await expectAttribute(page.getByTestId("turn").last(), "data-state", "complete", 15_000);
     expect(pageErrors).toEqual([]);
   });

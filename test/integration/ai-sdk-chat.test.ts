@@ -406,6 +406,31 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     expect(message.parts[1]).toMatchObject({ approval: { id: toolCallId } });
   });
 
+  it("a delegated turn's approval request is a transient data part with its child turn; approving runs the call", async () => {
+    const delegation = { agentId: "careful", message: '/tool echo {"text":"from the child"}' };
+    const log = await send(newChatId(), `/tool delegate ${JSON.stringify(delegation)}`, {
+      agentId: "careful",
+    });
+    const request = (await log.until((chunk) => chunk.type === "data-tool-approval-request")) as {
+      data: { turnId: string; toolCallId: string; toolName: string; childTurnId: string; input: unknown };
+    };
+    expect(request.data).toMatchObject({ toolName: "echo", input: { text: "from the child" } });
+    expect(request.data.childTurnId).not.toBe(request.data.turnId);
+    // the child's call is no call of this message: no approval part for it
+    expect(log.types()).not.toContain("tool-approval-request");
+    const decided = await post(
+      `/api/turns/${request.data.turnId}/tools/${request.data.toolCallId}/approval`,
+      {
+        decision: "approve",
+      },
+    );
+    expect(decided.status).toBe(200);
+    const message = await log.end();
+    const tools = visibleParts(message).filter((part) => part.type === "dynamic-tool");
+    expect(tools).toEqual([expect.objectContaining({ toolName: "delegate", state: "output-available" })]);
+    expect(JSON.stringify(tools[0])).toContain("from the child");
+  });
+
   it.each([
     [{ messages: [userMessage("hi")], trigger: "submit-message" }, "body.id"],
     [{ id: "../etc", messages: [userMessage("hi")], trigger: "submit-message" }, "body.id"],

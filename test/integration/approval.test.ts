@@ -172,6 +172,29 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     expect(stored?.result).toBe(closing?.type === "tool_result" ? closing.result : undefined);
   });
 
+  it("a delegated turn's call that waits for approval shows on the parent's stream and is decided there", async () => {
+    const delegation = { agentId: "careful", message: '/tool echo {"text":"from the child"}' };
+    const { stream, turnId, request } = await waitingTurn(`/tool delegate ${JSON.stringify(delegation)}`);
+    expect(request).toMatchObject({ toolName: "echo", input: { text: "from the child" } });
+    expect(request.childTurnId).toMatch(/^turn_/);
+    expect(request.childTurnId).not.toBe(turnId);
+    expect((await decide(turnId, request.toolId, { decision: "approve" })).status).toBe(200);
+
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId)).toEqual([
+      request,
+      expect.objectContaining({
+        type: "tool_approval",
+        decision: "approve",
+        childTurnId: request.childTurnId,
+      }),
+    ]);
+    const delegated = events.find((event) => event.type === "tool_result");
+    expect(delegated).toMatchObject({ toolName: "delegate", status: "complete" });
+    expect(delegated?.type === "tool_result" && delegated.result).toContain("from the child");
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+  });
+
   it("reject with a reason: [REJECTED] result, status rejected, and the model answers with it", async () => {
     const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"x"}');
     const response = await decide(turnId, request.toolId, { decision: "reject", reason: "not on a Friday" });
