@@ -563,12 +563,15 @@ export function checkMistralMessages(messages: readonly unknown[]): ProviderReje
   let previousRole: unknown;
   let open = new Set<string>();
   let answered = new Set<string>();
+  /** Every call id of the request: an id names one call in the whole conversation. */
+  const callIds = new Set<string>();
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i];
     if (!isObject(message)) return mistralError(`messages.${i}: Input should be a valid dictionary`); // ours
     const role = message.role;
-    if (previousRole === "tool" && role === "user")
-      return mistralOrderError("Unexpected role 'user' after role 'tool'");
+    // after a tool message only an assistant message or another tool message may follow
+    if (previousRole === "tool" && role !== "assistant" && role !== "tool")
+      return mistralOrderError(`Unexpected role '${String(role)}' after role 'tool'`);
     if (previousRole === "user" && role === "tool")
       return mistralOrderError("Unexpected role 'tool' after role 'user'");
 
@@ -591,7 +594,9 @@ export function checkMistralMessages(messages: readonly unknown[]): ProviderReje
           return mistralError(`Tool call id was ${id} but must be a-z, A-Z, 0-9, with a length of 9.`);
         }
         if (ids.has(id)) return mistralError(`Duplicate tool call id ${id} in assistant message`);
+        if (callIds.has(id)) return mistralError(`Duplicate tool call id ${id} in the conversation`); // ours
         ids.add(id);
+        callIds.add(id);
         const name = (call.function as Json | undefined)?.name;
         if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
           // known

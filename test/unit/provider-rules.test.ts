@@ -531,6 +531,18 @@ describe("Mistral rules", () => {
       "Unexpected role 'user' after role 'tool'",
     ],
     [
+      "2: a system message after tool results",
+      [
+        chatUser(),
+        chatAssistant([chatCall("abcDEF123")]),
+        chatTool("abcDEF123"),
+        { role: "system", content: "Be brief." },
+        chatAssistant(undefined, "ok"),
+        chatUser(),
+      ],
+      "Unexpected role 'system' after role 'tool'",
+    ],
+    [
       "2: a tool message after a user message",
       [chatUser(), chatTool("abcDEF123")],
       "Unexpected role 'tool' after role 'user'",
@@ -565,6 +577,17 @@ describe("Mistral rules", () => {
       "4: an id called twice in one message",
       [chatUser(), chatAssistant([chatCall("abcDEF123"), chatCall("abcDEF123")])],
       "Duplicate tool call id abcDEF123 in assistant message",
+    ],
+    [
+      "4: an id called again in a later message",
+      [
+        chatUser(),
+        chatAssistant([chatCall("abcDEF123")]),
+        chatTool("abcDEF123"),
+        chatAssistant([chatCall("abcDEF123")]),
+        chatTool("abcDEF123"),
+      ],
+      "Duplicate tool call id abcDEF123 in the conversation",
     ],
     [
       "5: an assistant message last",
