@@ -54,6 +54,11 @@ export const eventBodySchema = z.discriminatedUnion("type", [
     status: z.enum(["complete", "error", "cancelled", "timeout", "interrupted", "rejected"]),
     durationMs: z.number(),
     attempts: z.number(),
+    /**
+     * A delegated turn's call whose `tool_approval_request` this stream showed ended without a decision
+     * (abort, cancel, deadline): the request is over. Not a call of this turn.
+     */
+    childTurnId: z.string().optional(),
   }),
   z.object({
     type: z.literal("tool_timeout"),

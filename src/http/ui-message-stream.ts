@@ -11,7 +11,8 @@
  *   approval sends it again with the input that runs (an edited one included);
  * - `tool_approval_request` → `tool-approval-request` (approvalId: the call's id); one of a delegated
  *   turn's calls (`childTurnId`) is no call of this message: only a transient `data-tool-approval-request`
- *   with its `childTurnId` and `input`, to decide over HTTP;
+ *   with its `childTurnId` and `input`, to decide over HTTP, and `data-tool-approval-closed` when its
+ *   `tool_result` says it ended undecided;
  * - `tool_result` → `tool-output-available` (complete), `tool-output-denied` (rejected) or
  *   `tool-output-error` (error, cancelled, timeout, interrupted; errorText: the result);
  * - `tool_progress`, `tool_retry`, `tool_timeout`, `tool_approval`, `model_retry`, `debugger.pause` →
@@ -123,6 +124,16 @@ export class UiMessageMapper {
         chunks.push(transient("data-tool-approval-request", event, { deadlineMs: event.deadlineMs }));
         break;
       case "tool_result":
+        if (event.childTurnId !== undefined) {
+          // a delegated turn's request that ended undecided: no call of this message
+          chunks.push(
+            transient("data-tool-approval-closed", event, {
+              childTurnId: event.childTurnId,
+              status: event.status,
+            }),
+          );
+          break;
+        }
         // a call refused before it ran, or closed by an abort while queued, was never announced
         this.announce(chunks, event.toolId, event.toolName, null, false);
         chunks.push(resultChunk(event));

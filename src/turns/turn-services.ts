@@ -7,12 +7,16 @@
  * call waits for a slot and a deeper one gets a permanent error (waiting there could wait on its own
  * ancestors).
  */
+import type { TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
 import { PermanentToolError } from "../tools/resilience/tool-error.js";
 import type { ChildTurnResult, SessionStatus, ToolServices } from "../tools/types.js";
 import type { TurnRun } from "./turn-run.js";
 import type { TurnManager } from "./manager.js";
 import { AgentNotFoundError } from "./errors.js";
+
+/** The events of a child turn's approval that its parent's stream shows. */
+type ApprovalEvent = Extract<TurnEvent, { type: "tool_approval_request" | "tool_approval" | "tool_result" }>;
 
 export type TurnServiceDeps = {
   store: HistoryStore;
@@ -92,11 +96,19 @@ async function followChildTurn(
   onEvent?: (type: string) => void,
 ): Promise<ChildTurnResult> {
   const child = startChildTurn(manager, parent, request);
+  // A person can only decide what a stream shows them: the parent's shows the child's approval requests,
+  // their decisions, and the result of one that ended undecided (the request is over).
+  const undecided = new Set<string>();
+  const passUp = (event: ApprovalEvent) => {
+    const { turnId, seq: _seq, at: _at, ...body } = event;
+    parent.bus.emit({ ...body, childTurnId: body.childTurnId ?? turnId });
+  };
   const followed = manager.follow(child, 0, (event) => {
-    // a person can only decide what a stream shows them: the parent's shows the child's approvals
-    if (event.type === "tool_approval_request" || event.type === "tool_approval") {
-      const { turnId, seq: _seq, at: _at, ...body } = event;
-      parent.bus.emit({ ...body, childTurnId: body.childTurnId ?? turnId });
+    if (event.type === "tool_approval_request") {
+      undecided.add(event.toolId);
+      passUp(event);
+    } else if (event.type === "tool_approval" || event.type === "tool_result") {
+      if (undecided.delete(event.toolId)) passUp(event);
     }
     onEvent?.(event.type);
   });

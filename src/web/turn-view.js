@@ -132,6 +132,11 @@ export class TurnView {
         this.tools.get(event.toolId)?.timedOut(event);
         break;
       case "tool_result": {
+        // a delegated turn's call whose approval request this turn showed ended undecided: its card closes
+        if (event.childTurnId !== undefined) {
+          this.approvals.get(event.toolId)?.resolve(event.status);
+          break;
+        }
         // a call closed before it started (abort in a pause, loop stop, skipped dependency) has no line yet
         let line = this.tools.get(event.toolId);
         if (!line) {

@@ -115,6 +115,24 @@ describe("approval cards", () => {
     await expectAttribute(card, "data-state", "approved");
     await expectText(page.getByTestId("assistant-text").last(), /asked by the child/, 15_000);
     await expectAttribute(page.getByTestId("turn").last(), "data-state", "complete", 15_000);
+
+    // a second one ends undecided (its delegate call is cancelled): its card closes
+    await sendMessage(page, `/tool delegate ${JSON.stringify(delegation)}`);
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(2);
+    const active = (await (await fetch(`${server.baseUrl}/api/turns/active`)).json()) as {
+      turns: { turnId: string; runningTools: { toolId: string; toolName: string }[] }[];
+    };
+    const parent = active.turns.find((turn) =>
+      turn.runningTools.some((tool) => tool.toolName === "delegate"),
+    );
+    const delegateCall = parent?.runningTools.find((tool) => tool.toolName === "delegate");
+    const cancel = await fetch(
+      `${server.baseUrl}/api/turns/${parent?.turnId}/tools/${delegateCall?.toolId}/abort`,
+      { method: "POST" },
+    );
+    expect(cancel.status).toBe(200);
+    await expectAttribute(card.nth(1), "data-state", "cancelled");
+    await expect.poll(() => card.nth(1).getByTestId("approval-approve").count()).toBe(0);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -195,6 +195,29 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
   });
 
+  it("a delegated turn's request that ends undecided is closed on the parent's stream too", async () => {
+    const delegation = { agentId: "careful", message: '/tool echo {"text":"never decided"}' };
+    const { stream, turnId, request } = await waitingTurn(`/tool delegate ${JSON.stringify(delegation)}`);
+    const delegateCall = stream.events.find((event) => event.type === "tool_start");
+    expect(delegateCall).toMatchObject({ toolName: "delegate" });
+    // cancelling the delegate call ends the child turn, and with it the call waiting there
+    const cancel = await fetch(`${server.baseUrl}/api/turns/${turnId}/tools/${delegateCall?.toolId}/abort`, {
+      method: "POST",
+      headers: headersOf(ALICE),
+    });
+    expect(cancel.status).toBe(200);
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId)).toEqual([
+      request,
+      expect.objectContaining({ type: "tool_result", status: "cancelled", childTurnId: request.childTurnId }),
+    ]);
+    expect(ofTool(events, delegateCall?.toolId ?? "").at(-1)).toMatchObject({
+      type: "tool_result",
+      status: "cancelled",
+    });
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+  });
+
   it("reject with a reason: [REJECTED] result, status rejected, and the model answers with it", async () => {
     const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"x"}');
     const response = await decide(turnId, request.toolId, { decision: "reject", reason: "not on a Friday" });
