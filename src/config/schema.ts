@@ -229,7 +229,7 @@ export const configSchema = z.strictObject({
       /** Open SSE streams one principal may hold. */
       maxStreamsPerPrincipal: z.number().int().min(1).max(100_000).default(32),
       /**
-       * Megabytes (million characters, about) of stored history the sessions in memory may hold together;
+       * MiB (2^20 characters) of stored history the sessions in memory may hold together;
        * idle sessions past it are dropped, least recently used first, and reload from the database.
        */
       historyCacheMb: z.number().int().min(1).max(65_536).default(64),

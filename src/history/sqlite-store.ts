@@ -487,10 +487,9 @@ export class SqliteHistoryStore implements HistoryStore {
       this.sessions.set(sessionId, cached);
       return cached;
     }
+    // (selectSession commits what is queued first: a session dropped from memory may have writes queued)
     const row = this.selectSession(sessionId);
     if (!row) throw new Error(`Unknown session ${sessionId}`);
-    // a session dropped from memory may still have writes queued
-    this.flush();
     const runs = this.statements.selectHistory.all(sessionId) as BlockRunRow[];
     const session = LiveSession.restore(toSessionRecord(row), row.next_position, blocksOfRuns(runs));
     for (const run of runs) session.storedCharacters += run.blocks.length;
@@ -529,7 +528,8 @@ export class SqliteHistoryStore implements HistoryStore {
     const fits = () =>
       this.sessions.size <= this.cachedSessions + this.runningTurns.size &&
       this.cachedCharacters <= this.maxCachedCharacters;
-    if (fits()) return;
+    // nothing to drop while every session held could be a running turn's (each write asks again)
+    if (fits() || this.sessions.size <= this.runningTurns.size) return;
     const busy = new Set(this.runningTurns.values());
     for (const sessionId of this.sessions.keys()) {
       if (sessionId !== inUse && !busy.has(sessionId)) this.forget(sessionId);

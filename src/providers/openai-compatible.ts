@@ -36,6 +36,13 @@ export type OpenAICompatibleEngineOptions = {
 
 type PendingCall = { id: string; name: string; arguments: string };
 
+/** An error body as the SDK reads one: OpenAI's `{error: …}` as it is, any other inside one. */
+function enveloped(body: unknown): unknown {
+  if (body === undefined || body === null) return body;
+  if (typeof body !== "object") return { error: { message: String(body) } };
+  return "error" in body ? body : { error: body };
+}
+
 /**
  * The SDK's client, but an error body without OpenAI's `error` envelope — Mistral's `{object: "error",
  * message, …}` — is kept whole: the SDK keeps only `body.error`, so such a body was lost and the turn's
@@ -48,8 +55,7 @@ class ChatCompletionsClient extends OpenAI {
     message: string | undefined,
     headers: Headers,
   ) {
-    const enveloped = typeof error === "object" && error !== null && !("error" in error) ? { error } : error;
-    return super.makeStatusError(status, enveloped as object, message, headers);
+    return super.makeStatusError(status, enveloped(error) as object, message, headers);
   }
 }
 

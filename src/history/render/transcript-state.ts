@@ -304,8 +304,13 @@ function sameBlock(left: HistoryBlock, right: HistoryBlock): boolean {
   }
   switch (left.kind) {
     case "text":
-    case "thinking":
       return left.text === (right as typeof left).text;
+    case "thinking": {
+      const other = right as typeof left;
+      return (
+        left.text === other.text && left.signature === other.signature && left.redacted === other.redacted
+      );
+    }
     case "tool_call":
       return left.callId === (right as typeof left).callId && left.name === (right as typeof left).name;
     case "tool_response": {
