@@ -98,6 +98,8 @@ export class TurnRun {
   readonly logger: Logger;
   readonly principal: string | null;
   readonly parentTurnId: string | null;
+  /** The turn whose call started this one (delegation), if any. */
+  readonly parent: TurnRun | undefined;
   readonly depth: number;
   /** The top-level turn this one runs under (itself for a top-level turn). */
   readonly root: TurnRun;
@@ -150,6 +152,7 @@ export class TurnRun {
     this.logger = init.logger;
     this.principal = init.principal;
     this.stepMode = init.stepMode;
+    this.parent = init.parent;
     this.parentTurnId = init.parent?.turnId ?? null;
     this.depth = init.parent ? init.parent.depth + 1 : 0;
     this.root = init.parent?.root ?? this;

@@ -15,8 +15,14 @@ import type { TurnRun } from "./turn-run.js";
 import type { TurnManager } from "./manager.js";
 import { AgentNotFoundError } from "./errors.js";
 
-/** The events of a child turn's approval that its parent's stream shows. */
+/** The events of a child turn's approval that its ancestors' streams show. */
 type ApprovalEvent = Extract<TurnEvent, { type: "tool_approval_request" | "tool_approval" | "tool_result" }>;
+
+function isApprovalEvent(event: TurnEvent): event is ApprovalEvent {
+  return (
+    event.type === "tool_approval_request" || event.type === "tool_approval" || event.type === "tool_result"
+  );
+}
 
 export type TurnServiceDeps = {
   store: HistoryStore;
@@ -96,19 +102,26 @@ async function followChildTurn(
   onEvent?: (type: string) => void,
 ): Promise<ChildTurnResult> {
   const child = startChildTurn(manager, parent, request);
-  // A person can only decide what a stream shows them: the parent's shows the child's approval requests,
-  // their decisions, and the result of one that ended undecided (the request is over).
+  // A person can only decide what a stream shows them: every ancestor's stream shows the child's approval
+  // requests, their decisions, and the result of one that ended undecided (the request is over) — sent
+  // to each ancestor straight, not through the parent: an aborted parent's stream has closed while its
+  // own parent goes on and must see the request end.
   const undecided = new Set<string>();
   const passUp = (event: ApprovalEvent) => {
     const { turnId, seq: _seq, at: _at, ...body } = event;
-    parent.bus.emit({ ...body, childTurnId: body.childTurnId ?? turnId });
+    for (let ancestor: TurnRun | undefined = parent; ancestor; ancestor = ancestor.parent) {
+      ancestor.bus.emit({ ...body, childTurnId: turnId });
+    }
   };
   const followed = manager.follow(child, 0, (event) => {
-    if (event.type === "tool_approval_request") {
-      undecided.add(event.toolId);
-      passUp(event);
-    } else if (event.type === "tool_approval" || event.type === "tool_result") {
-      if (undecided.delete(event.toolId)) passUp(event);
+    // a grandchild's were sent to every ancestor by the child's own follower
+    if (isApprovalEvent(event) && event.childTurnId === undefined) {
+      if (event.type === "tool_approval_request") {
+        undecided.add(event.toolId);
+        passUp(event);
+      } else if (undecided.delete(event.toolId)) {
+        passUp(event);
+      }
     }
     onEvent?.(event.type);
   });

@@ -218,6 +218,32 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
   });
 
+  it("a grandchild's request shows on the root's stream and is closed there when the middle turn is aborted", async () => {
+    const leaf = { agentId: "careful", message: '/tool echo {"text":"two levels down"}' };
+    const middle = { agentId: "careful", message: `/tool delegate ${JSON.stringify(leaf)}` };
+    const { stream, turnId, request } = await waitingTurn(`/tool delegate ${JSON.stringify(middle)}`);
+    expect(request).toMatchObject({ toolName: "echo", input: { text: "two levels down" } });
+    const active = (await (
+      await fetch(`${server.baseUrl}/api/turns/active`, { headers: headersOf(ALICE) })
+    ).json()) as {
+      turns: { turnId: string; parentTurnId: string | null }[];
+    };
+    const middleTurn = active.turns.find((turn) => turn.parentTurnId === turnId);
+    expect(middleTurn).toBeDefined();
+    expect(request.childTurnId).not.toBe(middleTurn?.turnId);
+    const abort = await fetch(`${server.baseUrl}/api/turns/${middleTurn?.turnId}/abort`, {
+      method: "POST",
+      headers: headersOf(ALICE),
+    });
+    expect(abort.status).toBe(200);
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId)).toEqual([
+      request,
+      expect.objectContaining({ type: "tool_result", status: "cancelled", childTurnId: request.childTurnId }),
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
+  });
+
   it("reject with a reason: [REJECTED] result, status rejected, and the model answers with it", async () => {
     const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"x"}');
     const response = await decide(turnId, request.toolId, { decision: "reject", reason: "not on a Friday" });
