@@ -72,8 +72,18 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     });
   }
 
+  /** POSTs an abort as alice: `path` is a turn's, or one of its calls' (`…/tools/:toolId`). */
+  const abort = (path: string) =>
+    fetch(`${server.baseUrl}/api/turns/${path}/abort`, { method: "POST", headers: headersOf(ALICE) });
+
   const ofTool = (events: TurnEvent[], toolId: string) =>
     events.filter((event) => "toolId" in event && event.toolId === toolId);
+
+  /** The request a parent's stream showed, then the result that closed it undecided. */
+  const closedUndecided = (request: TurnEvent & { childTurnId?: string }) => [
+    request,
+    expect.objectContaining({ type: "tool_result", status: "cancelled", childTurnId: request.childTurnId }),
+  ];
 
   it("approve: the call runs, and /api/turns/active listed it while it waited", async () => {
     const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"hello"}');
@@ -147,11 +157,7 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     const body = { decision: "approve", input: { ms: 60_000 } };
     expect((await decide(turnId, request.toolId, body)).status).toBe(200);
     await stream.next((event) => event.type === "tool_start");
-    const abort = await fetch(`${server.baseUrl}/api/turns/${turnId}/abort`, {
-      method: "POST",
-      headers: headersOf(ALICE),
-    });
-    expect(abort.status).toBe(200);
+    expect((await abort(turnId)).status).toBe(200);
     const events = await stream.untilEnd();
     const closing = ofTool(events, request.toolId).at(-1);
     expect(closing).toMatchObject({
@@ -201,16 +207,9 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     const delegateCall = stream.events.find((event) => event.type === "tool_start");
     expect(delegateCall).toMatchObject({ toolName: "delegate" });
     // cancelling the delegate call ends the child turn, and with it the call waiting there
-    const cancel = await fetch(`${server.baseUrl}/api/turns/${turnId}/tools/${delegateCall?.toolId}/abort`, {
-      method: "POST",
-      headers: headersOf(ALICE),
-    });
-    expect(cancel.status).toBe(200);
+    expect((await abort(`${turnId}/tools/${delegateCall?.toolId}`)).status).toBe(200);
     const events = await stream.untilEnd();
-    expect(ofTool(events, request.toolId)).toEqual([
-      request,
-      expect.objectContaining({ type: "tool_result", status: "cancelled", childTurnId: request.childTurnId }),
-    ]);
+    expect(ofTool(events, request.toolId)).toEqual(closedUndecided(request));
     expect(ofTool(events, delegateCall?.toolId ?? "").at(-1)).toMatchObject({
       type: "tool_result",
       status: "cancelled",
@@ -231,16 +230,9 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     const middleTurn = active.turns.find((turn) => turn.parentTurnId === turnId);
     expect(middleTurn).toBeDefined();
     expect(request.childTurnId).not.toBe(middleTurn?.turnId);
-    const abort = await fetch(`${server.baseUrl}/api/turns/${middleTurn?.turnId}/abort`, {
-      method: "POST",
-      headers: headersOf(ALICE),
-    });
-    expect(abort.status).toBe(200);
+    expect((await abort(`${middleTurn?.turnId}`)).status).toBe(200);
     const events = await stream.untilEnd();
-    expect(ofTool(events, request.toolId)).toEqual([
-      request,
-      expect.objectContaining({ type: "tool_result", status: "cancelled", childTurnId: request.childTurnId }),
-    ]);
+    expect(ofTool(events, request.toolId)).toEqual(closedUndecided(request));
     expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
   });
 
