@@ -1,7 +1,7 @@
 /**
  * The `ModelEngine` interface every provider implements: `stream(request, signal)` yields text and
- * thinking deltas (with signatures and redacted blocks), complete tool calls and a final stop reason. Aborting `signal` must abort the
- * underlying request.
+ * thinking deltas (with signatures and redacted blocks), complete tool calls and a final stop reason.
+ * Aborting `signal` must abort the underlying request.
  */
 import type { HistoryBlock } from "../history/model.js";
 import type { ToolSpec } from "../tools/registry.js";

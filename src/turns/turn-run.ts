@@ -97,7 +97,6 @@ export class TurnRun {
   readonly bus: TurnEventBus;
   readonly logger: Logger;
   readonly principal: string | null;
-  readonly parentTurnId: string | null;
   /** The turn whose call started this one (delegation), if any. */
   readonly parent: TurnRun | undefined;
   readonly depth: number;
@@ -153,7 +152,6 @@ export class TurnRun {
     this.principal = init.principal;
     this.stepMode = init.stepMode;
     this.parent = init.parent;
-    this.parentTurnId = init.parent?.turnId ?? null;
     this.depth = init.parent ? init.parent.depth + 1 : 0;
     this.root = init.parent?.root ?? this;
     this.childBudget =
@@ -167,6 +165,10 @@ export class TurnRun {
     this.done = loopReturned
       .then(() => (this.bus.followed ? this.bus.delivered : undefined))
       .then(() => this.outcome as TurnRunOutcome);
+  }
+
+  get parentTurnId(): string | null {
+    return this.parent?.turnId ?? null;
   }
 
   /** The turn's signal: aborted when the turn ends, however it ends (made now if not yet). */
