@@ -223,12 +223,13 @@ function timeOneMoreTurn(profile: ProfileName, size: number): number {
     block.kind === "text" && block.role === "user" && index >= size ? [index] : [],
   );
   const cache = new TranscriptCache();
-  cache.renderProviderRequest("ses_bench", blocks.slice(0, turnStarts[0]), profile, RENDER_OPTIONS);
+  cache.renderProviderRequest("ses_bench", blocks.slice(0, turnStarts[0]), profile, RENDER_OPTIONS).release();
   const samples: number[] = [];
   for (let turn = 1; turn < turnStarts.length && samples.length < APPENDED_TURNS; turn++) {
     const grown = blocks.slice(0, turnStarts[turn]);
     const started = performance.now();
-    cache.renderProviderRequest("ses_bench", grown, profile, RENDER_OPTIONS);
+    // an engine releases each request once it is sent, before the session's next render
+    cache.renderProviderRequest("ses_bench", grown, profile, RENDER_OPTIONS).release();
     samples.push(performance.now() - started);
   }
   if (cache.stats.fallbacks > 0) throw new Error(`${profile}: a grown session was rendered from scratch`);

@@ -141,6 +141,9 @@ export class AnthropicEngine implements ModelEngine {
         diagnostics: rendered.diagnostics,
       });
       throw failure;
+    } finally {
+      // the body was sent: the next request of this session may reuse its message array
+      rendered.release();
     }
     if (usage) yield { type: "usage", ...usage };
     yield { type: "stop", reason: stopReason };

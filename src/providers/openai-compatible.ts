@@ -140,6 +140,9 @@ export class OpenAICompatibleEngine implements ModelEngine {
         diagnostics: rendered.diagnostics,
       });
       throw failure;
+    } finally {
+      // the body was sent: the next request of this session may reuse its message array
+      rendered.release();
     }
     for (const [, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
       yield { type: "tool_call", id: call.id, name: call.name, input: parseToolArguments(call.arguments) };

@@ -66,20 +66,29 @@ function expectSameDetails(cached: ProviderRequestMessages, fresh: ProviderReque
   expect(counts.droppedTurns).toBe(diagnostics.budget.droppedTurns);
 }
 
-/** Renders each prefix through one cache and fresh, then compares (details last). */
+/**
+ * Renders each prefix through one cache and fresh, then compares (details last). Every other cached
+ * request is released once compared, as an engine releases a sent one, so that the next render reuses
+ * its array; a request not released must still be what it was when the session has grown on.
+ */
 function renderGrowing(
   prefixes: readonly (readonly HistoryBlock[])[],
   profile: ProfileName,
   options: RenderOptions,
   cache = new TranscriptCache(),
 ): TranscriptCache {
-  const pairs = prefixes.map((prefix) => {
+  const pairs = prefixes.map((prefix, index) => {
     const cached = cache.renderProviderRequest(SESSION, prefix, profile, options);
     const fresh = renderProviderRequest(prefix, profile, options);
     expectSameRequest(cached, fresh);
-    return [cached, fresh] as const;
+    const released = index % 2 === 0;
+    if (released) cached.release();
+    return [cached, fresh, released] as const;
   });
-  for (const [cached, fresh] of pairs) expectSameDetails(cached, fresh);
+  for (const [cached, fresh, released] of pairs) {
+    if (!released) expect(cached.messages).toEqual(fresh.messages);
+    expectSameDetails(cached, fresh);
+  }
   return cache;
 }
 

@@ -26,6 +26,12 @@ type RequestCommon = {
   readonly diagnostics: RenderDiagnostics;
   readonly ids: IdMaps;
   readonly counts: RenderCounts;
+  /**
+   * The request was sent and its `messages` are read no more: a `TranscriptCache` may then reuse their
+   * array for the session's next request instead of copying its committed messages again. Not calling
+   * it costs only that copy; reading `messages` after calling it is a mistake.
+   */
+  release(): void;
 };
 export type ProviderRequestMessages =
   | (RequestCommon & {
@@ -107,6 +113,7 @@ export function providerRequestOf(
     ...(instructions.system === undefined ? {} : { system: instructions.system }),
     thinking,
     counts,
+    release: rendering.release,
     get diagnostics() {
       return lazy.diagnostics();
     },

@@ -21,6 +21,7 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import type { HistoryBlock } from "../model.js";
 import { pushAnthropicMessage } from "./adapters-anthropic.js";
 import { pushOpenAIChatMessages } from "./adapters-openai.js";
+import { RequestArray } from "./request-array.js";
 import { Assembler } from "./assemble.js";
 import { callIdsOf, chooseBudgetCut, transcriptTokens, type BudgetCut, type RenderBudget } from "./budget.js";
 import { lazyDiagnostics, type LazyDiagnostics, type PassRecords } from "./diagnostics.js";
@@ -57,6 +58,8 @@ export type Rendering = {
   keptMessages: () => RenderedMessage[];
   /** The provider messages, when the state keeps them and thinking did not have to be turned off. */
   providerMessages: ProviderMessage[] | undefined;
+  /** `providerMessages` were sent: the state's next render may reuse their array (request-array.ts). */
+  release: () => void;
   lazy: LazyDiagnostics;
   /** The history was out of position order and was rendered sorted. */
   reordered: boolean;
@@ -75,6 +78,7 @@ export class TranscriptState {
   /** The committed messages' turn sums and provider forms. */
   private readonly committedSums = new TurnSums();
   private readonly providerMessages: ProviderMessage[] = [];
+  private readonly requestArray = new RequestArray();
   private lastBlock: HistoryBlock | undefined;
   /** Why `render` returned null, once it has: the state is of no further use. */
   private failed: Exclude<IndexOutcome, "indexed"> | undefined;
@@ -178,13 +182,17 @@ export class TranscriptState {
       generatedIds: this.index.projector.generated,
       droppedTurns: cut.droppedTurns,
     };
+    const providerMessages =
+      this.settings.providerOutput && !thinkingDisabled ? this.providerOutput(cut, leading) : undefined;
     return {
       cut,
       counts,
       thinkingDisabled,
       keptMessages,
-      providerMessages:
-        this.settings.providerOutput && !thinkingDisabled ? this.providerOutput(cut, leading) : undefined,
+      providerMessages,
+      release: () => {
+        if (providerMessages !== undefined) this.requestArray.release(providerMessages);
+      },
       lazy: lazyDiagnostics({
         profile,
         thinkingRequested: thinking,
@@ -200,7 +208,7 @@ export class TranscriptState {
 
   /**
    * The request's provider messages: `leading`, then the committed ones from the cut on, then the
-   * tail's — in one copy.
+   * tail's — in one copy, or none when nothing was cut and the previous request was released.
    */
   private providerOutput(cut: BudgetCut, leading: readonly ProviderMessage[]): ProviderMessage[] {
     const items = this.assembler.messages.items;
@@ -231,6 +239,7 @@ export class TranscriptState {
     const closing = closingMessage(lastRole, this.settings.profile.quirks);
     if (closing !== undefined) this.pushProvider(tail, closing, lastRole);
     if (kept.length === 0) return head.concat(tail);
+    if (cut.firstKept === undefined) return this.requestArray.build(leading, kept, tail);
     // the request's one copy, sized once: it must not share the cache's growing array, and pushing the
     // tail onto a copy of the committed messages would copy them all again
     const output = head.concat(kept, tail.slice(1));
