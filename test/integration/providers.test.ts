@@ -348,6 +348,56 @@ describe("providers through the official SDKs", () => {
     await eventually(() => expect(fakes.kimi.abandoned).toBe(1));
   });
 
+  it("sends Kimi with thinking on the reasoning_content of every assistant message with tool calls, its own and another provider's", async () => {
+    const thinkingKimi = await FakeProvider.start("kimi", { thinking: true });
+    const directory = mkdtempSync(join(tmpdir(), "reins-kimi-thinking-"));
+    const configFile = join(directory, "config.json");
+    writeFileSync(configFile, JSON.stringify({ providers: { kimi: { thinking: true } } }));
+    try {
+      const server = await startServer({
+        env: { ...providerEnv(fakes), KIMI_BASE_URL: thinkingKimi.baseUrl, CONFIG_FILE: configFile },
+      });
+      servers.push(server);
+      fakes.openai.enqueue(
+        { kind: "tools", calls: [{ name: "echo", input: { text: "first" } }] },
+        { kind: "text", text: "Echoed on openai." },
+      );
+      const first = await turn(server, { message: "echo on openai", provider: "openai" });
+      expect(first.events.at(-1)).toMatchObject({ type: "turn_complete" });
+      const sessionId = sessionIdOf(first.stream);
+
+      thinkingKimi.enqueue(
+        {
+          kind: "tools",
+          reasoning: "I should echo it again.",
+          calls: [{ name: "echo", input: { text: "again" } }],
+        },
+        { kind: "text", text: "Echoed on kimi." },
+      );
+      const second = await turn(server, { message: "now on kimi", sessionId, provider: "kimi" });
+      expect(second.events.at(-1)).toMatchObject({ type: "turn_complete" });
+      expect(
+        ofType(second.events, "thinking_delta")
+          .map((event) => event.text)
+          .join(""),
+      ).toBe("I should echo it again.");
+      expect(thinkingKimi.requests.map((request) => request.rejection)).toEqual([null, null]);
+      type Sent = { role: string; tool_calls?: unknown[]; reasoning_content?: string };
+      const withCalls = (thinkingKimi.accepted[1]?.body.messages as Sent[]).filter(
+        (message) => message.role === "assistant" && message.tool_calls !== undefined,
+      );
+      // openai's call had no thinking: Kimi still gets the field, empty
+      expect(withCalls.map((message) => message.reasoning_content)).toEqual(["", "I should echo it again."]);
+      const thinking = (await history(server, sessionId)).filter((block) => block.kind === "thinking");
+      expect(thinking).toEqual([
+        expect.objectContaining({ text: "I should echo it again.", provider: "kimi" }),
+      ]);
+    } finally {
+      await thinkingKimi.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it("keeps Anthropic's signed thinking for Anthropic and drops it for OpenAI", async () => {
     const server = await startServer({
       env: { ...providerEnv(fakes), ANTHROPIC_THINKING_BUDGET_TOKENS: "1024" },

@@ -35,6 +35,8 @@ export type FakeReply =
       text?: string;
       /** Streamed before the text and calls, block by block, in this order. */
       thinking?: FakeThinking | readonly FakeThinking[];
+      /** Kimi's `reasoning_content`, streamed in two deltas before the text and calls. */
+      reasoning?: string;
       usage?: FakeUsage;
     }
   | { kind: "error"; status: number; message: string }
@@ -62,10 +64,17 @@ export class FakeProvider {
   private port = 0;
   private responseCounter = 0;
 
-  private constructor(readonly profile: ProfileName) {}
+  /**
+   * `thinking`: Kimi's thinking is the model's, not the request's, so a fake Kimi is told: with it on,
+   * every assistant message with tool calls must carry its `reasoning_content`.
+   */
+  private constructor(
+    readonly profile: ProfileName,
+    private readonly thinking: boolean,
+  ) {}
 
-  static async start(profile: ProfileName): Promise<FakeProvider> {
-    const fake = new FakeProvider(profile);
+  static async start(profile: ProfileName, options: { thinking?: boolean } = {}): Promise<FakeProvider> {
+    const fake = new FakeProvider(profile, options.thinking === true);
     fake.server = createServer((request, response) => void fake.handle(request, response));
     await new Promise<void>((resolve) => fake.server.listen(0, "127.0.0.1", resolve));
     fake.port = (fake.server.address() as AddressInfo).port;
@@ -107,7 +116,7 @@ export class FakeProvider {
     const body = JSON.parse(text) as Record<string, unknown>;
     const messages = Array.isArray(body.messages) ? body.messages : [];
     const rejection = checkProviderMessages(this.profile, messages, {
-      thinking: this.profile === "anthropic" ? body.thinking !== undefined : false,
+      thinking: this.profile === "anthropic" ? body.thinking !== undefined : this.thinking,
       acceptSignature: (signature, thinking) => {
         const issued = this.issued.signatures.get(signature);
         return issued?.text === thinking && issued.model === body.model;
@@ -311,6 +320,11 @@ export class FakeProvider {
     };
     chunk({ role: "assistant", content: "" });
     if (reply.kind === "stall") return;
+    const reasoning = reply.kind === "tools" && this.profile === "kimi" ? (reply.reasoning ?? "") : "";
+    const half = Math.ceil(reasoning.length / 2);
+    for (const part of [reasoning.slice(0, half), reasoning.slice(half)]) {
+      if (part !== "") chunk({ reasoning_content: part });
+    }
     const text = reply.kind === "text" ? reply.text : reply.text;
     for (const word of text?.match(/\S+\s*/g) ?? []) chunk({ content: word });
     const calls = reply.kind === "tools" ? reply.calls : [];
