@@ -2,8 +2,9 @@
  * A request's message array, reused by the session's next render once the request is released (sent):
  * the render an inference pays appends what the session added instead of copying every committed
  * message again (src/history/render/request-array.ts). A request not released never changes; one
- * released late never frees an array handed out since; the engines release each request once it is
- * sent, so a session's inferences share one array and every body on the wire is still the fresh render.
+ * released late, or twice, never frees an array handed out since; the engines release each request
+ * once it is sent, so a session's inferences share one array and every body on the wire is still the
+ * fresh render.
  */
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -73,6 +74,23 @@ describe("a request's message array", () => {
       const held = render(cache, session(4), profile);
       const sent = structuredClone(held.messages);
       late.release();
+      const next = render(cache, session(5), profile);
+      expect(next.messages).not.toBe(held.messages);
+      expect(held.messages).toEqual(sent);
+      expect(next.messages).toEqual(fresh(session(5), profile));
+    },
+  );
+
+  it.each(PROFILE_NAMES)(
+    "%s: released twice, does not free the array of the request that took it over",
+    (profile) => {
+      const cache = new TranscriptCache();
+      const first = render(cache, session(3), profile);
+      first.release();
+      const held = render(cache, session(4), profile);
+      expect(held.messages).toBe(first.messages);
+      const sent = structuredClone(held.messages);
+      first.release();
       const next = render(cache, session(5), profile);
       expect(next.messages).not.toBe(held.messages);
       expect(held.messages).toEqual(sent);

@@ -15,7 +15,11 @@ type HandedOut = {
   committed: number;
 };
 
+/** A request's messages and the call that says they were sent (it frees them once, if still the last). */
+export type LentMessages = { messages: ProviderMessage[]; release: () => void };
+
 export class RequestArray {
+  /** What the last build handed out; one record per build, though builds may share an array. */
   private last: HandedOut | undefined;
   private released = false;
 
@@ -28,7 +32,7 @@ export class RequestArray {
     leading: readonly ProviderMessage[],
     committed: readonly ProviderMessage[],
     tail: readonly ProviderMessage[],
-  ): ProviderMessage[] {
+  ): LentMessages {
     const reusable = this.released ? this.last : undefined;
     let array: ProviderMessage[];
     if (reusable !== undefined && sameLeading(reusable.leading, leading)) {
@@ -38,19 +42,22 @@ export class RequestArray {
       array = reusable.array;
       array.length = leading.length + from;
       for (let index = from; index < committed.length; index++) array.push(committed[index]!);
+      for (let index = 1; index < tail.length; index++) array.push(tail[index]!);
     } else {
-      array = leading.concat(committed);
+      // one copy, sized once
+      array = leading.concat(committed, tail.slice(1));
     }
-    array[array.length - 1] = tail[0]!;
-    for (let index = 1; index < tail.length; index++) array.push(tail[index]!);
-    this.last = { array, leading, committed: committed.length };
+    array[leading.length + committed.length - 1] = tail[0]!;
+    const handedOut: HandedOut = { array, leading, committed: committed.length };
+    this.last = handedOut;
     this.released = false;
-    return array;
-  }
-
-  /** `array` was sent and is read no more: the next build may reuse it if it is the last one built. */
-  release(array: readonly ProviderMessage[]): void {
-    if (this.last?.array === array) this.released = true;
+    return {
+      messages: array,
+      // a request released twice, or after a later build took its array, frees nothing
+      release: () => {
+        if (this.last === handedOut) this.released = true;
+      },
+    };
   }
 }
 

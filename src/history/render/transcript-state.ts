@@ -21,7 +21,7 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import type { HistoryBlock } from "../model.js";
 import { pushAnthropicMessage } from "./adapters-anthropic.js";
 import { pushOpenAIChatMessages } from "./adapters-openai.js";
-import { RequestArray } from "./request-array.js";
+import { RequestArray, type LentMessages } from "./request-array.js";
 import { Assembler } from "./assemble.js";
 import { callIdsOf, chooseBudgetCut, transcriptTokens, type BudgetCut, type RenderBudget } from "./budget.js";
 import { lazyDiagnostics, type LazyDiagnostics, type PassRecords } from "./diagnostics.js";
@@ -32,6 +32,9 @@ import { TurnSums, budgetView, turnValue } from "./turn-sums.js";
 import type { RenderCounts, RenderedMessage } from "./types.js";
 
 export type ProviderMessage = MessageParam | ChatCompletionMessageParam;
+
+/** The release of a request whose messages no later render reuses. */
+const doNothing = () => {};
 
 /**
  * New blocks indexed before the walk assembles them: about a hundred kilobytes of blocks, strings and
@@ -182,17 +185,15 @@ export class TranscriptState {
       generatedIds: this.index.projector.generated,
       droppedTurns: cut.droppedTurns,
     };
-    const providerMessages =
+    const request =
       this.settings.providerOutput && !thinkingDisabled ? this.providerOutput(cut, leading) : undefined;
     return {
       cut,
       counts,
       thinkingDisabled,
       keptMessages,
-      providerMessages,
-      release: () => {
-        if (providerMessages !== undefined) this.requestArray.release(providerMessages);
-      },
+      providerMessages: request?.messages,
+      release: request?.release ?? doNothing,
       lazy: lazyDiagnostics({
         profile,
         thinkingRequested: thinking,
@@ -210,7 +211,7 @@ export class TranscriptState {
    * The request's provider messages: `leading`, then the committed ones from the cut on, then the
    * tail's — in one copy, or none when nothing was cut and the previous request was released.
    */
-  private providerOutput(cut: BudgetCut, leading: readonly ProviderMessage[]): ProviderMessage[] {
+  private providerOutput(cut: BudgetCut, leading: readonly ProviderMessage[]): LentMessages {
     const items = this.assembler.messages.items;
     const committed = this.assembler.messages.committed;
     const first = cut.droppedMessages;
@@ -238,13 +239,13 @@ export class TranscriptState {
     const lastRole = items.length > first ? items[items.length - 1]!.role : undefined;
     const closing = closingMessage(lastRole, this.settings.profile.quirks);
     if (closing !== undefined) this.pushProvider(tail, closing, lastRole);
-    if (kept.length === 0) return head.concat(tail);
+    if (kept.length === 0) return { messages: head.concat(tail), release: doNothing };
     if (cut.firstKept === undefined) return this.requestArray.build(leading, kept, tail);
     // the request's one copy, sized once: it must not share the cache's growing array, and pushing the
     // tail onto a copy of the committed messages would copy them all again
     const output = head.concat(kept, tail.slice(1));
     if (tail[0] !== before) output[head.length + kept.length - 1] = tail[0]!;
-    return output;
+    return { messages: output, release: doNothing };
   }
 
   /** The passes' lists as they stand now, built later on demand. */
