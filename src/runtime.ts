@@ -25,7 +25,8 @@ import { BreakerRegistry } from "./tools/resilience/circuit-breaker.js";
 import { timeOrderedIds } from "./ids.js";
 import { ToolRunner } from "./tools/runner.js";
 import { ToolScheduler } from "./tools/scheduler.js";
-import { ProcessGroups, systemTools } from "./tools/system/index.js";
+import { EXEC_PROCESS_RECORD_FILE, ProcessGroups, systemTools } from "./tools/system/index.js";
+import { ProcessRecord } from "./tools/system/process-record.js";
 import { normalizeAllowedRoots } from "./tools/system/paths.js";
 import type { ToolDefinition } from "./tools/types.js";
 import { ToolCallingLoop } from "./turns/loop.js";
@@ -127,7 +128,15 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       cachedCharacters: config.limits.historyCacheMb * 1024 * 1024,
     });
   const { system } = config.tools;
-  const processGroups = new ProcessGroups();
+  // exec's crash record lives beside the database in the data directory this runtime owns; a runtime
+  // given a store of its own keeps none
+  const processGroups = new ProcessGroups(
+    options.store === undefined ? new ProcessRecord(config.dataDir, EXEC_PROCESS_RECORD_FILE) : undefined,
+  );
+  const leftovers = processGroups.killLeftovers();
+  if (leftovers.length > 0) {
+    logger.warn({ groupIds: leftovers }, "killed exec processes left by a previous run");
+  }
   const registry = new ToolRegistry([
     ...builtinTools(),
     ...systemTools({

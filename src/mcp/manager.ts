@@ -8,6 +8,7 @@
 import type { Logger } from "pino";
 import type { McpServerConfig } from "../config/schema.js";
 import type { ToolRegistry } from "../tools/registry.js";
+import { ProcessRecord } from "../tools/system/process-record.js";
 import {
   DEFAULT_BACKOFF,
   DEFAULT_KILL_GRACE_MS,
@@ -16,9 +17,11 @@ import {
   type McpServerStatus,
   type McpTransportKind,
 } from "./connection.js";
-import { ProcessRecord } from "./process-record.js";
 import { mcpToolDefinition, unavailableToolDefinition, type McpCallObserver } from "./tool-adapter.js";
 import { isUnderServer, mcpToolName } from "./tool-names.js";
+
+/** The crash record of stdio servers' process groups, in DATA_DIR. */
+export const MCP_PROCESS_RECORD_FILE = "mcp-process-groups.json";
 
 export type McpServerInfo = {
   name: string;
@@ -51,7 +54,8 @@ export class McpServers {
   private readonly observe: McpCallObserver;
 
   constructor(private readonly options: McpServersOptions) {
-    this.record = options.dataDir === undefined ? undefined : new ProcessRecord(options.dataDir);
+    this.record =
+      options.dataDir === undefined ? undefined : new ProcessRecord(options.dataDir, MCP_PROCESS_RECORD_FILE);
     this.observe = options.observe ?? (() => {});
     const groups = {
       onStarted: (pid: number, server: string) => this.record?.add(pid, server),

@@ -263,6 +263,30 @@ describe("exec daemons and the server's end", () => {
   });
 });
 
+describe("exec without the sandbox and the server killed", () => {
+  it("the next start kills the commands the killed server's calls left running (EXEC_ISOLATION=none)", async () => {
+    const marker = `${RUN_MARKER}6`;
+    const dataDir = mkdtempSync(join(base, "unsandboxed-crash-"));
+    const environment = serverEnvironment({ EXEC_ISOLATION: "none" });
+    const first = await startServer({ dataDir, env: environment });
+    servers.push(first);
+    const stream = await start(first, MALLORY_TOKEN, execMessage(`sleep ${marker}1`));
+    await eventually(() => expect(processesWith(marker).length).toBeGreaterThan(0), 20_000);
+    expect(await first.stop("SIGKILL")).toBe("SIGKILL");
+    await stream.done;
+    // nothing of the killed server could stop its call: the command runs on
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(processesWith(marker).length).toBeGreaterThan(0);
+
+    const second = await startServer({ dataDir, env: environment });
+    servers.push(second);
+    await eventually(() => expect(processesWith(marker)).toEqual([]));
+    await eventually(() =>
+      expect(second.logs().join("\n")).toContain("killed exec processes left by a previous run"),
+    );
+  });
+});
+
 describe("start-up when exec cannot be sandboxed", () => {
   const refusal = (path: string) =>
     runServerToExit({

@@ -19,7 +19,7 @@ export {
   type WebFetchSettings,
 } from "./web-fetch.js";
 export { AddressPolicy, restrictedRangeOf } from "./address-policy.js";
-export { ProcessGroups } from "./process-groups.js";
+export { EXEC_PROCESS_RECORD_FILE, ProcessGroups } from "./process-groups.js";
 export {
   SandboxUnavailableError,
   type ExecIsolation,

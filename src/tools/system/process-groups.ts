@@ -1,30 +1,49 @@
 /**
  * Process groups of `exec`: the set of groups started and not yet seen gone, which shutdown waits
  * for (each call's own SIGTERM → SIGKILL sequence runs in this process) and then kills, so no process
- * of a call outlives the server; and the signalling and liveness checks those sequences use.
+ * of a call outlives the server; and the signalling and liveness checks those sequences use. With a
+ * record (process-record.ts) the groups are written to DATA_DIR too, so that the start after a crash
+ * kills what the crashed server's calls left running.
  *
  * Under bubblewrap the tracked group is the outer bwrap process: killing it kills the sandbox's init
- * (`--die-with-parent`), and with it every process of the sandbox's PID namespace.
+ * (`--die-with-parent`), and with it every process of the sandbox's PID namespace — a crash of the
+ * server too. With `EXEC_ISOLATION=none` a command's group outlives a crash: the record is what ends it.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
 import { errorCodeOf } from "./paths.js";
+import type { ProcessRecord } from "./process-record.js";
 
 /** How often a stopping group is checked for survivors. */
 const GROUP_POLL_MS = 20;
 /** How long to wait for the group to vanish after SIGKILL (it cannot refuse; this bounds a stuck kernel). */
 export const AFTER_KILL_WAIT_MS = 2_000;
 
+/** The crash record of `exec`'s process groups, in DATA_DIR. */
+export const EXEC_PROCESS_RECORD_FILE = "exec-process-groups.json";
+
 export class ProcessGroups {
   private readonly live = new Set<number>();
   private readonly waiters = new Set<() => void>();
 
+  constructor(private readonly record?: ProcessRecord) {}
+
+  /**
+   * SIGKILLs the groups a crashed predecessor's calls left running (those its record proves to be
+   * the same), then forgets them; returns their ids.
+   */
+  killLeftovers(): number[] {
+    return (this.record?.killLeftovers() ?? []).map((group) => group.groupId);
+  }
+
   add(groupId: number): void {
     this.live.add(groupId);
+    this.record?.add(groupId, "exec");
   }
 
   delete(groupId: number): void {
     this.live.delete(groupId);
+    this.record?.remove(groupId);
     if (this.live.size === 0) for (const wake of [...this.waiters]) wake();
   }
 
@@ -47,7 +66,10 @@ export class ProcessGroups {
     });
   }
 
-  /** SIGKILLs every group still tracked; returns how many were signalled. */
+  /**
+   * SIGKILLs every group still tracked and removes the record (nothing outlives a SIGKILL); returns
+   * how many were signalled. For the server's end only.
+   */
   killAll(): number {
     let signalled = 0;
     for (const groupId of this.live) {
@@ -58,6 +80,7 @@ export class ProcessGroups {
         // already gone
       }
     }
+    this.record?.clear();
     return signalled;
   }
 }

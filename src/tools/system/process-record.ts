@@ -1,18 +1,18 @@
 /**
- * Crash bookkeeping of stdio MCP servers' process groups. Each started group is written to a file in
- * DATA_DIR (with the leader's start time and the machine's boot id) and struck off when it has been
- * stopped; a clean exit removes the file. A reins killed with SIGKILL leaves the file behind, and the
- * next start kills the groups it lists — only those proven to be the ones recorded: same boot, and
- * either the leader still alive with the recorded start time, or (the leader gone, so its pid cannot
- * have been reused as a group id while members remain) members started no earlier than it.
+ * Crash bookkeeping of process groups the server starts: stdio MCP servers' and `exec`'s, one file
+ * each in DATA_DIR. Each started group is written to the file (with the leader's start time and the
+ * machine's boot id) and struck off when it has been stopped; a clean exit removes the file. A reins
+ * killed with SIGKILL leaves the file behind, and the next start kills the groups it lists — only
+ * those proven to be the ones recorded: same boot, and either the leader still alive with the
+ * recorded start time, or (the leader gone, so its pid cannot have been reused as a group id while
+ * members remain) members started no earlier than it.
  *
  * Linux only (it reads /proc); elsewhere nothing is recorded and nothing is killed.
  */
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-export const PROCESS_RECORD_FILE = "mcp-process-groups.json";
-
+/** `server`: who started the group (an MCP server's name, or `exec`). */
 type RecordedGroup = { groupId: number; startTime: number; server: string };
 type RecordFile = { bootId: string; groups: RecordedGroup[] };
 
@@ -24,8 +24,9 @@ export class ProcessRecord {
   private readonly groups = new Map<number, RecordedGroup>();
   private readonly bootId = readBootId();
 
-  constructor(dataDir: string) {
-    this.path = join(dataDir, PROCESS_RECORD_FILE);
+  /** `fileName`: the record's file in `dataDir`. */
+  constructor(dataDir: string, fileName: string) {
+    this.path = join(dataDir, fileName);
   }
 
   /** Records the group led by `pid` (spawned detached, so its group id is its pid). */
@@ -84,8 +85,13 @@ export class ProcessRecord {
     const content: RecordFile = { bootId: this.bootId ?? "", groups: [...this.groups.values()] };
     // written aside and renamed: a crash mid-write leaves the old list, never half of one
     const temporary = `${this.path}.${process.pid}.tmp`;
-    writeFileSync(temporary, JSON.stringify(content));
-    renameSync(temporary, this.path);
+    try {
+      writeFileSync(temporary, JSON.stringify(content));
+      renameSync(temporary, this.path);
+    } catch {
+      // a record that cannot be written (a full disk) costs only the clean-up after a crash: this
+      // process still stops every group it started
+    }
   }
 }
 
