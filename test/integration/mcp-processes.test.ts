@@ -1,13 +1,15 @@
 /**
  * MCP stdio servers' processes over the real server (`src/main.ts` as a child): the route, the
  * metrics, and that no process of a stdio server — the child process it started included — survives
- * reins' shutdown (SIGTERM), nor a `kill -9` of reins followed by a restart on the same DATA_DIR.
+ * reins' shutdown (SIGTERM), nor a `kill -9` of reins followed by a restart on the same DATA_DIR (a
+ * child running when the crash record was last written: the record is rewritten every REFRESH_MS).
  * Processes are found by a unique marker on their command line (/proc scan).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { REFRESH_MS } from "../../src/tools/system/process-record.js";
 import { eventually } from "../helpers/eventually.js";
 import { listProcesses } from "../helpers/processes.js";
 import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
@@ -129,6 +131,8 @@ describe("MCP stdio servers over the real server", () => {
     });
     await whenReady(first);
     const childPid = await spawnChild(first);
+    // the record proves a group whose leader is gone by a member it was written after
+    await new Promise((resolve) => setTimeout(resolve, REFRESH_MS + 500));
     expect(await first.stop("SIGKILL")).toBe("SIGKILL");
     // the crashed server could clean nothing up: its server's child is still running
     await new Promise((resolve) => setTimeout(resolve, 500));
