@@ -6,9 +6,11 @@
  * streams; beyond, 429 with `Retry-After`.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { TypedResponse } from "hono";
+import type { JSONParsed } from "hono/utils/types";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
-import type { SessionSummary } from "../history/model.js";
+import type { HistoryBlock, SessionSummary } from "../history/model.js";
 import type { HistoryStore } from "../history/store.js";
 import type { McpServerInfo } from "../mcp/index.js";
 import { withFields } from "../objects.js";
@@ -41,9 +43,10 @@ import { StreamLimits } from "./stream-limits.js";
 import { chatRoutes } from "./chat-routes.js";
 import type { StreamTokens } from "./stream-tokens.js";
 import { nodeResponseOf, streamHeadResponse } from "./sse.js";
+import { jsonWithLongArray } from "./json-stream.js";
 import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
-import { encodeSessionCursor } from "./schemas.js";
+import { encodeSessionCursor, type SessionHistory } from "./schemas.js";
 
 /** Sessions a page lists when the request names no `limit`. */
 const DEFAULT_SESSIONS_PAGE_SIZE = 20;
@@ -219,18 +222,19 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const { limit, before } = context.req.valid("query");
     const session = ownSession(context.get("principal"), id);
     const fields = { sessionId: session.id, agentId: session.agentId, stepMode: session.stepMode };
+    // the blocks are written a slice at a time (json-stream.ts): one turn may hold hundreds of megabytes
+    // (typed as the JSON it carries: a JSON route's handler is typed by what `context.json` returns)
+    const history = (head: Record<string, unknown>, blocks: readonly HistoryBlock[], tail = {}) =>
+      new Response(jsonWithLongArray(head, "blocks", blocks, tail), {
+        status: 200,
+        headers: { "content-type": "application/json" },
+      }) as unknown as TypedResponse<JSONParsed<SessionHistory>, 200, "json">;
     if (limit === undefined && before === undefined) {
-      return context.json(
-        { ...fields, turns: store.listTurns({ sessionId: id }), blocks: [...store.getHistory(id)] },
-        200,
-      );
+      return history({ ...fields, turns: store.listTurns({ sessionId: id }) }, [...store.getHistory(id)]);
     }
     const page = store.pageTurns(id, limit ?? DEFAULT_HISTORY_PAGE_TURNS, before);
     if (!page) throw new HttpError(400, "invalid_input", `before: no turn ${before} in session ${id}`);
-    return context.json(
-      { ...fields, turns: page.turns, blocks: page.blocks, nextBefore: page.nextBefore },
-      200,
-    );
+    return history({ ...fields, turns: page.turns }, page.blocks, { nextBefore: page.nextBefore });
   });
 
   api.openapi(transcriptRoute, (context) => {

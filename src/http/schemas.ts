@@ -279,6 +279,7 @@ export const sessionHistorySchema = z
     nextBefore: z.string().nullable().optional(),
   })
   .openapi("SessionHistory");
+export type SessionHistory = z.infer<typeof sessionHistorySchema>;
 
 export const transcriptSchema = z
   .object({
