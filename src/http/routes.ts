@@ -224,7 +224,11 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const fields = { sessionId: session.id, agentId: session.agentId, stepMode: session.stepMode };
     // the blocks are written a slice at a time (json-stream.ts): one turn may hold hundreds of megabytes
     // (typed as the JSON it carries: a JSON route's handler is typed by what `context.json` returns)
-    const history = (head: Record<string, unknown>, blocks: readonly HistoryBlock[], tail = {}) =>
+    const history = (
+      head: Omit<SessionHistory, "blocks" | "nextBefore">,
+      blocks: readonly HistoryBlock[],
+      tail: Pick<SessionHistory, "nextBefore"> = {},
+    ) =>
       new Response(jsonWithLongArray(head, "blocks", blocks, tail), {
         status: 200,
         headers: { "content-type": "application/json" },

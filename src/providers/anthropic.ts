@@ -142,7 +142,8 @@ export class AnthropicEngine implements ModelEngine {
       });
       throw failure;
     } finally {
-      // the body was sent: the next request of this session may reuse its message array
+      // the request is over, however it ended: its messages are read no more, and the session's next
+      // request may reuse their array
       rendered.release();
     }
     if (usage) yield { type: "usage", ...usage };

@@ -74,7 +74,7 @@ export class FakeProvider {
   ) {}
 
   static async start(profile: ProfileName, options: { thinking?: boolean } = {}): Promise<FakeProvider> {
-    const fake = new FakeProvider(profile, options.thinking === true);
+    const fake = new FakeProvider(profile, profile === "kimi" && options.thinking === true);
     fake.server = createServer((request, response) => void fake.handle(request, response));
     await new Promise<void>((resolve) => fake.server.listen(0, "127.0.0.1", resolve));
     fake.port = (fake.server.address() as AddressInfo).port;

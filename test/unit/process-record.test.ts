@@ -98,6 +98,7 @@ describe("the start after a crash", () => {
     expect(new ProcessRecord(dataDir, FILE).killLeftovers().map((group) => group.groupId)).toEqual([
       child.pid,
     ]);
+    record.clear();
     return eventually(() => expect(alive(child.pid!)).toBe(false));
   });
 

@@ -38,16 +38,15 @@ export class RequestArray {
     if (reusable !== undefined && sameLeading(reusable.leading, leading)) {
       // Committed messages only grow, and a push replaces at most the last entry (the adapters), so the
       // entries before the previous last committed one stand; the request's own tail goes too.
-      const from = Math.max(reusable.committed - 1, 0);
+      const from = reusable.committed - 1;
       array = reusable.array;
       array.length = leading.length + from;
       for (let index = from; index < committed.length; index++) array.push(committed[index]!);
       for (let index = 1; index < tail.length; index++) array.push(tail[index]!);
+      array[leading.length + committed.length - 1] = tail[0]!;
     } else {
-      // one copy, sized once
-      array = leading.concat(committed, tail.slice(1));
+      array = joinedRequest(leading, committed, tail);
     }
-    array[leading.length + committed.length - 1] = tail[0]!;
     const handedOut: HandedOut = { array, leading, committed: committed.length };
     this.last = handedOut;
     this.released = false;
@@ -59,6 +58,20 @@ export class RequestArray {
       },
     };
   }
+}
+
+/**
+ * `leading`, the `committed` messages and the tail (its first entry in place of the last committed
+ * message) in one new array, sized once: pushing the tail onto a copy would copy it all again.
+ */
+export function joinedRequest(
+  leading: readonly ProviderMessage[],
+  committed: readonly ProviderMessage[],
+  tail: readonly ProviderMessage[],
+): ProviderMessage[] {
+  const array = leading.concat(committed, tail.slice(1));
+  array[leading.length + committed.length - 1] = tail[0]!;
+  return array;
 }
 
 /** Leading messages are system messages whose text is the agent's instructions. */

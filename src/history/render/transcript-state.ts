@@ -21,7 +21,7 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import type { HistoryBlock } from "../model.js";
 import { pushAnthropicMessage } from "./adapters-anthropic.js";
 import { pushOpenAIChatMessages } from "./adapters-openai.js";
-import { RequestArray, type LentMessages } from "./request-array.js";
+import { RequestArray, joinedRequest, type LentMessages } from "./request-array.js";
 import { Assembler } from "./assemble.js";
 import { callIdsOf, chooseBudgetCut, transcriptTokens, type BudgetCut, type RenderBudget } from "./budget.js";
 import { lazyDiagnostics, type LazyDiagnostics, type PassRecords } from "./diagnostics.js";
@@ -241,11 +241,8 @@ export class TranscriptState {
     if (closing !== undefined) this.pushProvider(tail, closing, lastRole);
     if (kept.length === 0) return { messages: head.concat(tail), release: doNothing };
     if (cut.firstKept === undefined) return this.requestArray.build(leading, kept, tail);
-    // the request's one copy, sized once: it must not share the cache's growing array, and pushing the
-    // tail onto a copy of the committed messages would copy them all again
-    const output = head.concat(kept, tail.slice(1));
-    if (tail[0] !== before) output[head.length + kept.length - 1] = tail[0]!;
-    return { messages: output, release: doNothing };
+    // the request's one copy: it must not share the cache's growing array
+    return { messages: joinedRequest(head, kept, tail), release: doNothing };
   }
 
   /** The passes' lists as they stand now, built later on demand. */
