@@ -26,14 +26,15 @@ export function jsonWithLongArray(
   const closing = JSON.stringify(tail);
   const encoder = new TextEncoder();
   let next = 0;
-  let started = false;
+  let opened = false;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (started) await nextTurn();
         let text = "";
-        if (!started) {
-          started = true;
+        if (opened) {
+          await nextTurn();
+        } else {
+          opened = true;
           text = `${opening.slice(0, -1)}${opening.length > 2 ? "," : ""}${JSON.stringify(key)}:[`;
         }
         while (next < items.length && text.length < SLICE_CHARACTERS) {

@@ -20,6 +20,7 @@ export {
 } from "./web-fetch.js";
 export { AddressPolicy, restrictedRangeOf } from "./address-policy.js";
 export { EXEC_PROCESS_RECORD_FILE, ProcessGroups } from "./process-groups.js";
+export { ProcessRecord } from "./process-record.js";
 export {
   SandboxUnavailableError,
   type ExecIsolation,
