@@ -127,10 +127,12 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       cachedCharacters: config.limits.historyCacheMb * 1024 * 1024,
     });
   const { system } = config.tools;
-  // exec's crash record lives beside the database in the data directory this runtime owns; a runtime
-  // given a store of its own keeps none
+  // the crash records of exec's and MCP's process groups live beside the database, in the data
+  // directory this runtime owns (its store holds the directory's lock); a runtime given a store of
+  // its own keeps none, and so never kills what a server on the same directory recorded
+  const recordsDir = options.store === undefined ? config.dataDir : undefined;
   const processGroups = new ProcessGroups(
-    options.store === undefined ? new ProcessRecord(config.dataDir, EXEC_PROCESS_RECORD_FILE) : undefined,
+    recordsDir === undefined ? undefined : new ProcessRecord(recordsDir, EXEC_PROCESS_RECORD_FILE),
   );
   const leftovers = processGroups.killLeftovers();
   if (leftovers.length > 0) {
@@ -160,7 +162,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     servers: config.mcpServers,
     registry,
     logger,
-    dataDir: config.dataDir,
+    dataDir: recordsDir,
     observe: (server, outcome) => metrics.mcpCallEnded(server, outcome),
   });
   mcp.start();

@@ -1,9 +1,16 @@
 /**
  * reins as a library: governed turns in-process through `src/index.ts`, no HTTP. Also the leak check:
- * after many turns ending every way, no timer or handle is left behind.
+ * after many turns ending every way, no timer or handle is left behind; and a runtime given a store of
+ * its own leaves alone the process groups a server on the same data directory recorded.
  */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { MCP_PROCESS_RECORD_FILE } from "../../src/mcp/manager.js";
+import { EXEC_PROCESS_RECORD_FILE, ProcessRecord } from "../../src/tools/system/index.js";
 import {
   createMemoryHistoryStore,
   createRuntime,
@@ -126,5 +133,36 @@ describe("in-process turns", () => {
     const turns = runtime.store.listTurns();
     expect(turns).toHaveLength(60);
     expect(turns.filter((turn) => turn.status === "aborted")).toHaveLength(20);
+  });
+
+  it("kills nothing a server on the same data directory recorded when given a store of its own", async () => {
+    // a server on this directory runs an exec command and an MCP server, both recorded
+    const dataDir = mkdtempSync(join(tmpdir(), "reins-library-records-"));
+    const child = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const records = [EXEC_PROCESS_RECORD_FILE, MCP_PROCESS_RECORD_FILE].map((file) => {
+      const record = new ProcessRecord(dataDir, file);
+      record.add(child.pid!, "server");
+      return record;
+    });
+    try {
+      const runtime = createRuntime(parseConfig({ dataDir }).config, {
+        store: createMemoryHistoryStore(),
+        logger: pino({ level: "silent" }),
+      });
+      runtimes.push(runtime);
+      const outcome = await Promise.race([
+        exited.then(() => "killed"),
+        new Promise((resolve) => setTimeout(() => resolve("running"), 300)),
+      ]);
+      expect(outcome).toBe("running");
+      for (const file of [EXEC_PROCESS_RECORD_FILE, MCP_PROCESS_RECORD_FILE]) {
+        expect(readFileSync(join(dataDir, file), "utf8")).toContain(String(child.pid));
+      }
+    } finally {
+      for (const record of records) record.clear();
+      child.kill("SIGKILL");
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
