@@ -65,10 +65,13 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
   });
 
   const port = await new Promise<number>((resolvePort, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`server did not start:\n${lines.join("\n")}`)),
-      options.timeoutMs ?? 20_000,
-    );
+    const timer = setTimeout(() => {
+      // a server that never said it listens must not go on running (and loading the machine) unowned
+      child.kill("SIGKILL");
+      if (options.dataDir === undefined)
+        void exitPromise.then(() => rmSync(dataDir, { recursive: true, force: true }));
+      reject(new Error(`server did not start:\n${lines.join("\n")}`));
+    }, options.timeoutMs ?? 20_000);
     let buffer = "";
     const onData = (chunk: Buffer) => {
       buffer += chunk.toString();
