@@ -37,6 +37,8 @@ const MARKDOWN_SCRIPT = [
 ].join("\n");
 
 const harness = new BrowserHarness();
+/** For a poll that waits on a request and a render: vitest's default second is short on a busy machine. */
+const POLL = { timeout: 10_000 };
 let opened: (OpenedPage & { server: ServerHandle })[] = [];
 
 beforeAll(async () => {
@@ -127,7 +129,7 @@ describe("chat page", () => {
       // the page keeps nothing but the session id: everything below comes from the stored history
       await page.reload();
       await expectText(page.getByTestId("session-id"), new RegExp(sessionId));
-      await expect.poll(() => page.getByTestId("turn").count()).toBe(1);
+      await expect.poll(() => page.getByTestId("turn").count(), POLL).toBe(1);
       await expectText(page.getByTestId("user-message"), /## Result/);
       await expectMarkdownShown(page);
       await expectText(toolLine(page, '"text":"from the tool"').getByTestId("tool-result"), /from the tool/);
@@ -143,13 +145,15 @@ describe("chat page", () => {
 
   it("sessions sidebar: new with an agent, switch, rename and delete", async () => {
     const { page } = await openPage();
-    await expect.poll(() => page.getByTestId("agent-select").locator("option").count()).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.getByTestId("agent-select").locator("option").count(), POLL)
+      .toBeGreaterThan(0);
     await sendMessage(page, "first conversation");
     await expectText(page.getByTestId("assistant-text").last(), /You said: first conversation/);
     const first = await openSessionId(page);
 
     await page.getByTestId("new-session").click();
-    await expect.poll(() => openSessionId(page)).not.toBe(first);
+    await expect.poll(() => openSessionId(page), POLL).not.toBe(first);
     const second = await openSessionId(page);
     await expect(page.getByTestId("turn").count()).resolves.toBe(0);
     await sendMessage(page, "second conversation");

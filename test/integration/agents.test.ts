@@ -37,7 +37,7 @@ const AGENTS = {
       tools: ["echo"],
     },
     stepper: { provider: "scripted", tools: ["*"], limits: { maxSteps: 1 } },
-    sleeper: { provider: "scripted", tools: ["sleep"], limits: { turnTimeoutMs: 300 } },
+    sleeper: { provider: "scripted", tools: ["sleep"], limits: { turnTimeoutMs: 2_000 } },
     guarded: { provider: "scripted", tools: ["echo"], approval: { "*": "always" } },
   },
   defaultAgent: "support",
@@ -195,7 +195,7 @@ describe("agents", () => {
   it("applies an agent's turnTimeoutMs", async () => {
     const { events } = await turn(server, { agentId: "sleeper", message: '/tool sleep {"ms":600000}' });
     expect(events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "timeout" });
-    expect(ofType(events, "tool_result")[0]?.result).toContain("0.3s");
+    expect(ofType(events, "tool_result")[0]?.result).toContain("time limit of 2s");
   });
 
   it("lists the agents with resolved tools, never their instructions or keys", async () => {

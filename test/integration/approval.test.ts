@@ -15,7 +15,12 @@ import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
 
 const ALICE = "alice-token-0001";
 const BOB = "bob-token-000002";
+/**
+ * The approval timeout of the server whose test lets a request run out; the other tests' server waits
+ * a minute, so that no decision they make, however slowly a busy machine sends it, comes too late.
+ */
 const APPROVAL_TIMEOUT_MS = 1_500;
+const PATIENT_APPROVAL_TIMEOUT_MS = 60_000;
 
 const headersOf = (token: string) => ({
   "content-type": "application/json",
@@ -24,6 +29,7 @@ const headersOf = (token: string) => ({
 
 describe("POST /api/turns/:id/tools/:toolId/approval", () => {
   let server: ServerHandle;
+  let impatient: ServerHandle;
   let configDir: string;
 
   beforeAll(async () => {
@@ -38,23 +44,26 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
         tools: { overrides: { flaky: { fallback: "echo" } } },
       }),
     );
-    server = await startServer({
-      env: {
-        CONFIG_FILE: configFile,
-        AUTH_TOKENS: `alice:${ALICE},bob:${BOB}`,
-        APPROVAL_TIMEOUT_MS: String(APPROVAL_TIMEOUT_MS),
-      },
-    });
+    const start = (approvalTimeoutMs: number) =>
+      startServer({
+        env: {
+          CONFIG_FILE: configFile,
+          AUTH_TOKENS: `alice:${ALICE},bob:${BOB}`,
+          APPROVAL_TIMEOUT_MS: String(approvalTimeoutMs),
+        },
+      });
+    [server, impatient] = await Promise.all([start(PATIENT_APPROVAL_TIMEOUT_MS), start(APPROVAL_TIMEOUT_MS)]);
   });
   afterAll(async () => {
-    await server.stop();
-    server.cleanup();
+    await Promise.all([server?.stop(), impatient?.stop()]);
+    server?.cleanup();
+    impatient?.cleanup();
     rmSync(configDir, { recursive: true, force: true });
   });
 
-  /** Starts a turn as `token` and waits for its echo call's approval request. */
-  async function waitingTurn(message: string, token = ALICE) {
-    const stream = await SseStream.open(`${server.baseUrl}/api/sessions/stream`, {
+  /** Starts a turn as `token` on `on` (default: the patient server) and waits for its echo call's approval request. */
+  async function waitingTurn(message: string, token = ALICE, on = server) {
+    const stream = await SseStream.open(`${on.baseUrl}/api/sessions/stream`, {
       method: "POST",
       headers: headersOf(token),
       body: JSON.stringify({ message, agentId: "careful" }),
@@ -294,7 +303,7 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
   });
 
   it("no decision by APPROVAL_TIMEOUT_MS: rejected with `approval timed out`", async () => {
-    const { stream, request } = await waitingTurn('/tool echo {"text":"x"}');
+    const { stream, request } = await waitingTurn('/tool echo {"text":"x"}', ALICE, impatient);
     const events = await stream.untilEnd(APPROVAL_TIMEOUT_MS + 20_000);
     expect(ofTool(events, request.toolId).map((event) => event.type)).toEqual([
       "tool_approval_request",

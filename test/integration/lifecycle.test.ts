@@ -47,20 +47,21 @@ async function activeTurnIds(handle: ServerHandle): Promise<string[]> {
 
 describe("idle timeout", () => {
   it("stops a tool with no heartbeat, while a heartbeating one runs to completion", async () => {
-    const handle = await server({ TOOL_IDLE_TIMEOUT_MS: "300" });
+    // a heartbeat every 100 ms against a 1 s idle limit: a busy machine's stalls stay far inside it
+    const handle = await server({ TOOL_IDLE_TIMEOUT_MS: "1000" });
     const stream = await SseStream.start(handle.baseUrl, {
-      message: '/tool hang {}\n/tool sleep {"ms":800,"heartbeatMs":100}',
+      message: '/tool hang {}\n/tool sleep {"ms":2000,"heartbeatMs":100}',
     });
     const events = await stream.untilEnd();
     expect(events.find((event) => event.type === "tool_timeout")).toMatchObject({
       toolName: "hang",
       kind: "idle",
-      timeoutMs: 300,
+      timeoutMs: 1000,
     });
     const results = events.filter((event) => event.type === "tool_result");
     expect(results.find((event) => event.toolName === "hang")).toMatchObject({ status: "timeout" });
     expect(results.find((event) => event.toolName === "hang")?.result).toContain(
-      "No progress for 0.3s (idle timeout)",
+      "No progress for 1s (idle timeout)",
     );
     expect(results.find((event) => event.toolName === "sleep")).toMatchObject({ status: "complete" });
     expect(events.at(-1)?.type).toBe("turn_complete");
@@ -70,7 +71,8 @@ describe("idle timeout", () => {
 describe("keep-alive", () => {
   it("sends ping events without an id while a tool runs silently", async () => {
     const handle = await server({ PING_INTERVAL_MS: "150" });
-    const stream = await SseStream.start(handle.baseUrl, { message: '/tool sleep {"ms":700}' });
+    // 3 s of silence: pings still fall between tool_start and tool_result when tool_start is sent late
+    const stream = await SseStream.start(handle.baseUrl, { message: '/tool sleep {"ms":3000}' });
     await stream.untilEnd();
     const pings = stream.messages.filter((message) => message.event === "ping");
     expect(pings.length).toBeGreaterThanOrEqual(2);
@@ -106,9 +108,9 @@ describe("client disconnect", () => {
 
   it("keeps the turn when a client reattaches within the grace period", async () => {
     // the turn outlives the grace period, so only the reattachment can keep it alive
-    const handle = await server({ DISCONNECT_GRACE_MS: "600" });
+    const handle = await server({ DISCONNECT_GRACE_MS: "2000" });
     const stream = await SseStream.start(handle.baseUrl, {
-      message: '/tool sleep {"ms":1500}\n/then\nstill here',
+      message: '/tool sleep {"ms":4000}\n/then\nstill here',
     });
     await stream.next((event) => event.type === "tool_start");
     const turnId = turnIdOf(stream);
@@ -124,7 +126,8 @@ describe("client disconnect", () => {
   });
 
   it("aborts after the grace period when nobody reattaches", async () => {
-    const handle = await server({ DISCONNECT_GRACE_MS: "300" });
+    // long enough for the next request to find the turn still running on a busy machine
+    const handle = await server({ DISCONNECT_GRACE_MS: "3000" });
     const stream = await SseStream.start(handle.baseUrl, { message: "/tool hang {}" });
     await stream.next((event) => event.type === "tool_start");
     const turnId = turnIdOf(stream);

@@ -133,16 +133,17 @@ describe("MCP servers as tools", () => {
   }, 60_000);
 
   it("progress keeps a call alive past its idle limit, and its message becomes tool_progress.message", async () => {
-    const { runtime } = build({ tools: { overrides: { t__progress: { idleTimeoutMs: 1_000 } } } });
+    // progress every 400 ms against a 3 s idle limit (a stalled process must not look idle), for 4 s
+    const { runtime } = build({ tools: { overrides: { t__progress: { idleTimeoutMs: 3_000 } } } });
     await ready(runtime);
-    const events = await runTurn(runtime, '/tool t__progress {"steps":8,"intervalMs":400}');
+    const events = await runTurn(runtime, '/tool t__progress {"steps":10,"intervalMs":400}');
     expect(resultOf(events)).toMatchObject({
       isError: false,
-      result: "done after 8 steps",
+      result: "done after 10 steps",
       status: "complete",
     });
     const messages = events.flatMap((event) => (event.type === "tool_progress" ? [event.message] : []));
-    expect(messages).toContain("step 3 of 8");
+    expect(messages).toContain("step 3 of 10");
   }, 60_000);
 
   it("silence hits the idle limit: timeout result, and the server receives notifications/cancelled with the fixed reason", async () => {

@@ -113,9 +113,15 @@ describe("exec", () => {
   // Its own process group, no sandbox: these cases watch the group through host pids (`$$`) and pid
   // files outside the root, which a sandbox hides. The sandboxed tool: test/unit/exec-sandbox.test.ts.
   const exec = createExecTool({ execKillGraceMs: 200, maxOutputBytes: 1_000, execIsolation: "none" });
-  const run = (command: string, patch: Partial<ToolContext> = {}, cwd?: string) => {
+  /** For a shell that must get to run its SIGTERM trap before the SIGKILL, however busy the machine. */
+  const patientExec = createExecTool({
+    execKillGraceMs: 1_500,
+    maxOutputBytes: 1_000,
+    execIsolation: "none",
+  });
+  const run = (command: string, patch: Partial<ToolContext> = {}, cwd?: string, tool = exec) => {
     const made = makeContext({ allowedRoots: [root], ...patch });
-    return { ...made, result: exec.execute({ command, cwd }, made.context) };
+    return { ...made, result: tool.execute({ command, cwd }, made.context) };
   };
 
   it("captures stdout, stderr and a non-zero exit code as a normal result, with heartbeats", async () => {
@@ -206,7 +212,7 @@ describe("exec", () => {
     const pidFile = path.join(base, "trapper.pid");
     const termLog = path.join(base, "term.log");
     const command = `trap 'echo got-term >> ${termLog}' TERM; echo $$ > ${pidFile}; while :; do sleep 100 & wait; done`;
-    const { controller, result } = run(command);
+    const { controller, result } = run(command, {}, undefined, patientExec);
     const groupId = await readPid(pidFile);
     await vi.waitFor(async () => expect(await liveMembers(groupId)).toHaveLength(2), WAIT);
 

@@ -14,6 +14,9 @@ import { SqliteHistoryStore, type SqliteStoreOptions } from "../../src/history/s
 import { CLOSE_WAIT_MS, type CheckpointReport } from "../../src/history/wal-checkpointer.js";
 import { PROJECT_ROOT } from "../helpers/server.js";
 
+/** A worker thread must start and load better-sqlite3 first: on a busy machine that takes a while. */
+const WORKER_WAIT = { timeout: 10_000 };
+
 let directory: string;
 let file: string;
 const opened: SqliteHistoryStore[] = [];
@@ -57,7 +60,7 @@ describe("WAL checkpoints", () => {
     expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
 
     commitSessions(store, 50, "ses");
-    await vi.waitFor(() => expect(reports.length).toBeGreaterThan(0));
+    await vi.waitFor(() => expect(reports.length).toBeGreaterThan(0), WORKER_WAIT);
     expect(reports[0]?.logPages).toBeGreaterThan(0);
     expect(reports[0]?.checkpointedPages).toBe(reports[0]?.logPages);
     expect(checkpoints()).toBe(0);
@@ -68,7 +71,7 @@ describe("WAL checkpoints", () => {
     expect(reports.length).toBe(before);
 
     commitSessions(store, 5, "more");
-    await vi.waitFor(() => expect(reports.length).toBe(before + 1));
+    await vi.waitFor(() => expect(reports.length).toBe(before + 1), WORKER_WAIT);
     expect(checkpoints()).toBe(0);
   });
 
@@ -81,7 +84,7 @@ describe("WAL checkpoints", () => {
       const { store, reports } = open({ walLimitPages });
       const checkpoints = ownCheckpoints(store);
       commitSessions(store, 20, "ses");
-      await vi.waitFor(() => expect(reports.length).toBe(1));
+      await vi.waitFor(() => expect(reports.length).toBe(1), WORKER_WAIT);
       expect(checkpoints()).toBe(own);
     },
   );
@@ -89,7 +92,7 @@ describe("WAL checkpoints", () => {
   it("closing stops the worker first, so the server's connection removes the WAL and the data stays", async () => {
     const { store, reports } = open();
     commitSessions(store, 10, "ses");
-    await vi.waitFor(() => expect(reports.length).toBe(1));
+    await vi.waitFor(() => expect(reports.length).toBe(1), WORKER_WAIT);
     commitSessions(store, 10, "late");
     opened.splice(0);
     store.close();
@@ -113,7 +116,7 @@ describe("when the worker cannot run", () => {
   it("checkpoints go back to the server's connection, so the WAL stays bounded", async () => {
     const errors: string[] = [];
     const store = storeWithFailingWorker(errors);
-    await vi.waitFor(() => expect(errors.join()).toContain("WAL checkpointer"));
+    await vi.waitFor(() => expect(errors.join()).toContain("WAL checkpointer"), WORKER_WAIT);
     expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(123);
   });
 
