@@ -68,8 +68,9 @@ export async function startServer(options: StartOptions = {}): Promise<ServerHan
     const timer = setTimeout(() => {
       // a server that never said it listens must not go on running (and loading the machine) unowned
       child.kill("SIGKILL");
-      if (options.dataDir === undefined)
-        void exitPromise.then(() => rmSync(dataDir, { recursive: true, force: true }));
+      if (options.dataDir === undefined) {
+        void exitPromise.then(() => rmSync(dataDir, { recursive: true, force: true })).catch(() => {});
+      }
       reject(new Error(`server did not start:\n${lines.join("\n")}`));
     }, options.timeoutMs ?? 20_000);
     let buffer = "";

@@ -73,6 +73,7 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     return { stream, turnId: turnIdOf(stream), request };
   }
 
+  /** Decides on the patient server (the impatient one's only test lets its request run out). */
   function decide(turnId: string, toolId: string, body: unknown, token = ALICE) {
     return fetch(`${server.baseUrl}/api/turns/${turnId}/tools/${toolId}/approval`, {
       method: "POST",
