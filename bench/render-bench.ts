@@ -11,8 +11,9 @@
  * within 5× over 10k; the render an inference pays — one more turn appended to a session of about
  * 100k blocks, through a `TranscriptCache`, with an agent's instructions in the request, each request
  * released as an engine releases it once sent — at most 1 % of a full render; and no call whose
- * recorded `complete` result is replaced by another one ("results lost"). Timed runs render the same block objects again, as a session's renders do; the first (cold)
- * render of each history is reported too. Every render carries a system prompt, as an agent's does.
+ * recorded `complete` result is replaced by another one ("results lost"). Timed runs render the same
+ * block objects again, as a session's renders do; the first (cold) render of each history is reported
+ * too. Every render carries a system prompt, as an agent's does.
  *
  * A second reference shows how much of the goal any renderer has to spend on its output: a direct
  * pass that builds the same Anthropic messages with nothing else — the winning result of each call

@@ -8,7 +8,10 @@
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 
-/** About how many characters of JSON one slice holds before the event loop gets a turn (a slice ends after the block that passes it). */
+/**
+ * About how many characters of JSON one slice holds before the event loop gets a turn (a slice ends
+ * after the block that passes it).
+ */
 export const SLICE_CHARACTERS = 256 * 1024;
 
 /**

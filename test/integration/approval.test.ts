@@ -61,7 +61,10 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     rmSync(configDir, { recursive: true, force: true });
   });
 
-  /** Starts a turn as `token` on `on` (default: the patient server) and waits for its echo call's approval request. */
+  /**
+   * Starts a turn as `token` on `on` (default: the patient server) and waits for its echo call's
+   * approval request.
+   */
   async function waitingTurn(message: string, token = ALICE, on = server) {
     const stream = await SseStream.open(`${on.baseUrl}/api/sessions/stream`, {
       method: "POST",

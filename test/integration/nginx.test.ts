@@ -201,7 +201,8 @@ describe("reins behind nginx (config/nginx.conf)", () => {
   });
 
   it("keeps a stream open through a silence longer than proxy_read_timeout, thanks to pings", async () => {
-    // 5 s leaves 2 s for a tool_start sent late on a busy machine (the silence the client sees shrinks by that)
+    // 5 s leaves 2 s for a tool_start sent late on a busy machine (the silence the client sees
+    // shrinks by that)
     const stream = await startTurn(nginx.urls.unbuffered!, '/tool sleep {"ms":5000}');
     await stream.untilEnd(15_000);
     const events = received(stream);
