@@ -199,3 +199,33 @@ describe("ids of the same call blocks rendered again", () => {
     }
   });
 });
+
+describe("a call block whose ids changed after a render", () => {
+  it("is judged by its new ids: a native id it gained is kept, a generated id follows its new canonical id", () => {
+    const blocks = history(
+      user("go"),
+      call("c 1", "echo", { providerCallId: "not ok" }),
+      result("c 1", "one"),
+    );
+    const callBlock = blocks[1] as (typeof blocks)[number] & { callId: string; providerCallId?: string };
+    const resultBlock = blocks[2] as (typeof blocks)[number] & { callId: string };
+    const projected = (profile: ProfileName) => [...renderProviderRequest(blocks, profile).ids.toProjected];
+    const fresh = (profile: ProfileName) => [
+      ...renderProviderRequest(structuredClone(blocks), profile).ids.toProjected,
+    ];
+
+    const generatedBefore = projected("anthropic")[0]![1];
+    const mistralBefore = projected("mistral")[0]![1];
+    expect(generatedBefore).toMatch(/^toolu_/);
+
+    callBlock.providerCallId = "toolu_native";
+    expect(projected("anthropic")).toEqual([["c 1", "toolu_native"]]);
+
+    callBlock.callId = "c 2";
+    resultBlock.callId = "c 2";
+    for (const profile of ["mistral", "openai", "anthropic"] as const) {
+      expect(projected(profile)).toEqual(fresh(profile));
+    }
+    expect(projected("mistral")[0]![1]).not.toBe(mistralBefore);
+  });
+});

@@ -7,17 +7,16 @@
  */
 import type { RenderDiagnostics } from "./types.js";
 import type { HistoryBlock, ToolCallBlock } from "../model.js";
-import { emptyIdFacts, type IdFacts } from "./ids.js";
+import type { IdFacts } from "./ids.js";
 
 export type CoercionReason = RenderDiagnostics["coercedInputs"][number]["reason"];
 
-export type SerializedInput = {
+/** With the facts about the call's ids, which id projection fills in one format at a time. */
+export type SerializedInput = IdFacts & {
   source: unknown;
   input: Record<string, unknown>;
   json: string;
   coercions: readonly CoercionReason[];
-  /** Filled in by id projection, one format at a time. */
-  idFacts: IdFacts;
 };
 
 export const NO_COERCIONS: readonly CoercionReason[] = [];
@@ -50,7 +49,10 @@ export function serializeInput(block: HistoryBlock & ToolCallBlock): SerializedI
     input,
     json,
     coercions: coercions.length === 0 ? NO_COERCIONS : coercions,
-    idFacts: emptyIdFacts(),
+    factsCallId: block.callId,
+    factsProviderCallId: block.providerCallId,
+    idAcceptance: 0,
+    generatedIds: undefined,
   };
   serializedInputs.set(block, serialized);
   return serialized;

@@ -54,32 +54,27 @@ export type ProjectionTarget = {
 export type CallIdFormat = Exclude<IdFormat, "kimi-functions">;
 
 /**
- * What a call's ids are to one format, which no other call changes: whether the format accepts its
- * provider's id and its canonical id, and the id generated for it before any re-salting.
+ * What a call's ids are to each format, which no other call changes: whether the format accepts its
+ * provider's id and its canonical id, and the id generated for it before any re-salting. Kept in the
+ * memo of the call block's input (call-input.ts), so that a block rendered again, for a later turn or
+ * after a fallback, is not tested and hashed again — as fields of that one object, read while the
+ * block is at hand: an object per format cost two more cache misses a call in a large history.
  */
-export type FormatIdFacts = {
-  /** The ids the facts are about. */
-  readonly callId: string;
-  readonly providerCallId: string | undefined;
-  readonly providerAccepted: boolean;
-  readonly canonicalAccepted: boolean;
-  /** Set once the call needed a generated id. */
-  generated: string | undefined;
+export type IdFacts = {
+  /** The ids the facts are about: facts about other ids are forgotten. */
+  factsCallId: string;
+  factsProviderCallId: string | undefined;
+  /** Three bits a format from bit `ID_FACTS_BITS × slot`: tested, provider id accepted, canonical too. */
+  idAcceptance: number;
+  /** The id generated for each format's slot, once the call needed one. */
+  generatedIds: (string | undefined)[] | undefined;
 };
 
-/**
- * A call's `FormatIdFacts` for each format that projected it, at the format's `ID_FACTS_SLOTS` index.
- * Kept with the call block (call-input.ts), so that a block rendered again, for a later turn or after a
- * fallback, is not tested and hashed again.
- */
-export type IdFacts = (FormatIdFacts | undefined)[];
-
 const ID_FACTS_SLOTS: Readonly<Record<CallIdFormat, number>> = { call: 0, toolu: 1, "mistral-9": 2 };
-
-/** Room for every format's facts (an array of one size and kind, whichever format fills it first). */
-export function emptyIdFacts(): IdFacts {
-  return [undefined, undefined, undefined];
-}
+const ID_FACTS_BITS = 3;
+const TESTED = 1;
+const PROVIDER_ACCEPTED = 2;
+const CANONICAL_ACCEPTED = 4;
 
 /** Which call holds each projected id. */
 export type IdHolders = {
@@ -161,13 +156,13 @@ export class IdProjector {
     call.idKept = false;
     const format = this.format;
     if (format === "kimi-functions") return true;
-    const facts = this.factsOf(call);
-    let native = facts.providerAccepted ? this.freeNative(call.providerCallId!, call) : undefined;
-    if (native === undefined && facts.canonicalAccepted) native = this.freeNative(call.callId, call);
+    const accepted = this.acceptanceOf(call);
+    let native = accepted & PROVIDER_ACCEPTED ? this.freeNative(call.providerCallId!, call) : undefined;
+    if (native === undefined && accepted & CANONICAL_ACCEPTED) native = this.freeNative(call.callId, call);
     if (native === null) return false;
     if (native === undefined) {
       // Drawn now, while the canonical id is at hand; `generate` re-salts it if it is taken.
-      call.projectedId = facts.generated ??= generateId(call.callId, 0, format);
+      call.projectedId = this.firstGeneratedId(call, format);
       return true;
     }
     call.projectedId = native;
@@ -211,23 +206,41 @@ export class IdProjector {
     return this.lastKimiPrefix;
   }
 
-  /** The call's facts for this format: kept ones when they are about its ids, else tested now and kept. */
-  private factsOf(call: ProjectionTarget): FormatIdFacts {
-    const slot = this.factsSlot;
-    const kept = call.idFacts?.[slot];
-    if (kept !== undefined && kept.callId === call.callId && kept.providerCallId === call.providerCallId) {
-      return kept;
+  /**
+   * Which of the call's ids this format accepts (`PROVIDER_ACCEPTED`, `CANONICAL_ACCEPTED`): the kept
+   * facts when they are about its ids, else tested now and kept. Facts about other ids are forgotten.
+   */
+  private acceptanceOf(call: ProjectionTarget): number {
+    const facts = call.idFacts;
+    const shift = this.factsSlot * ID_FACTS_BITS;
+    if (facts !== undefined) {
+      if (facts.factsCallId === call.callId && facts.factsProviderCallId === call.providerCallId) {
+        const kept = (facts.idAcceptance >>> shift) & 7;
+        if ((kept & TESTED) !== 0) return kept;
+      } else {
+        facts.factsCallId = call.callId;
+        facts.factsProviderCallId = call.providerCallId;
+        facts.idAcceptance = 0;
+        facts.generatedIds = undefined;
+      }
     }
     const { callId, providerCallId } = call;
-    const facts: FormatIdFacts = {
-      callId,
-      providerCallId,
-      providerAccepted: providerCallId !== undefined && this.pattern.test(providerCallId),
-      canonicalAccepted: this.pattern.test(callId),
-      generated: undefined,
-    };
-    if (call.idFacts !== undefined) call.idFacts[slot] = facts;
-    return facts;
+    let accepted = TESTED;
+    if (providerCallId !== undefined && this.pattern.test(providerCallId)) accepted |= PROVIDER_ACCEPTED;
+    if (this.pattern.test(callId)) accepted |= CANONICAL_ACCEPTED;
+    if (facts !== undefined) facts.idAcceptance |= accepted << shift;
+    return accepted;
+  }
+
+  /** The call's generated id before any re-salting (kept in its facts, which `acceptanceOf` checked). */
+  private firstGeneratedId(call: ProjectionTarget, format: CallIdFormat): string {
+    const facts = call.idFacts;
+    const kept = facts?.generatedIds?.[this.factsSlot];
+    if (kept !== undefined) return kept;
+    const generated = generateId(call.callId, 0, format);
+    if (facts !== undefined)
+      (facts.generatedIds ??= [undefined, undefined, undefined])[this.factsSlot] = generated;
+    return generated;
   }
 
   /**

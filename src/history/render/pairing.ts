@@ -68,7 +68,7 @@ export class CallRecord implements ProjectionTarget {
   }
 
   get idFacts(): IdFacts | undefined {
-    return this.input?.idFacts;
+    return this.input;
   }
 
   get hasResult(): boolean {
@@ -92,6 +92,9 @@ export function resultRank(status: ToolResponseStatus): number {
 export function isRealStatus(status: ToolResponseStatus): boolean {
   return resultRank(status) > 0;
 }
+
+/** How many of the latest calls a result's id is compared with before the map is asked. */
+const RECENT_CALLS = 8;
 
 /** Canonical id lengths are kept as bits of one 32-bit number; this bit stands for every longer one. */
 const LONG_ID_BIT = 31;
@@ -145,6 +148,13 @@ export class HistoryIndex implements IdHolders {
   private readonly otherHolders = new Map<string, ProjectionTarget>();
   /** Bit n set: some canonical id has n characters (bit `LONG_ID_BIT`: one has that many or more). */
   private callIdLengths = 0;
+  /**
+   * The records of the latest calls, the slot after the newest overwritten next: a result usually
+   * answers one of them, and comparing a few ids costs less than a lookup in a large map, whose table
+   * is rarely in the processor's cache.
+   */
+  private readonly recentCalls: (CallRecord | undefined)[] = new Array(RECENT_CALLS).fill(undefined);
+  private recentCursor = 0;
 
   constructor(toolNamePattern: RegExp, idFormat: IdFormat) {
     this.sanitize = createToolNameSanitizer(toolNamePattern);
@@ -246,11 +256,23 @@ export class HistoryIndex implements IdHolders {
       this.dedupeCount += record.decisions?.length ?? 0;
     }
     this.callOrder.push(record);
+    this.recentCalls[this.recentCursor] = record;
+    this.recentCursor = (this.recentCursor + 1) % RECENT_CALLS;
     return this.projector.reserveNative(record) ? BlockStep.call : undefined;
   }
 
+  /** The record of one of the latest calls whose id is `callId`, if there is one. */
+  private recentRecord(callId: string): CallRecord | undefined {
+    const recent = this.recentCalls;
+    for (let slot = 0; slot < RECENT_CALLS; slot++) {
+      const record = recent[slot];
+      if (record !== undefined && record.callId === callId) return record;
+    }
+    return undefined;
+  }
+
   private addResult(block: ResultBlock, index: number, frozenBefore: number): boolean {
-    const record = this.recordOf(block.callId);
+    const record = this.recentRecord(block.callId) ?? this.recordOf(block.callId);
     const frozen = record.call !== undefined && record.callIndex < frozenBefore;
     if (!record.hasResult) {
       if (frozen) return false;
