@@ -74,8 +74,13 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     ownChat(principal, id);
     const turnId = manager.runningTurnIdOf(id);
     if (turnId === undefined) return context.body(null, 204);
-    if (context.req.method === "HEAD") return streamHeadResponse(UI_MESSAGE_STREAM_HEADERS);
-    return uiMessageResponse(streamDeps, turnId, deps.acquireStream(principal), nodeResponseOf(context));
+    const release = deps.acquireStream(principal);
+    if (context.req.method === "HEAD") {
+      // the answer a GET would get (429 at the stream limit included), holding no place
+      release();
+      return streamHeadResponse(UI_MESSAGE_STREAM_HEADERS);
+    }
+    return uiMessageResponse(streamDeps, turnId, release, nodeResponseOf(context));
   });
 
   chat.openapi(chatStopRoute, (context) => {

@@ -42,11 +42,18 @@ import {
   uiMessageChunkSchema,
 } from "./schemas.js";
 import { chatBodySchema, chatParamsSchema } from "./chat-schemas.js";
+import { refuseBody } from "./validation.js";
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
   description,
 });
+/**
+ * A route that takes no body: none (or `{}`) passes; a body with a field (400) or one that is not JSON
+ * (415) is refused before anything is looked up or done (`refuseBody`).
+ */
+const noBody = { middleware: refuseBody };
+const notJson = { 415: json(errorSchema, "A body that is not JSON") };
 const errors = {
   400: json(
     errorSchema,
@@ -186,9 +193,11 @@ export const deleteSessionRoute = createRoute({
   path: "/sessions/{id}",
   summary: "Delete a session with its turns, history, events and trace",
   request: { params: sessionParamsSchema, query: emptyQuerySchema },
+  ...noBody,
   responses: {
     200: json(deletedSessionSchema, "Deleted"),
     ...errors,
+    ...notJson,
     409: json(errorSchema, "`session_busy`: a turn of the session is running; abort it or wait"),
   },
 });
@@ -236,7 +245,8 @@ export const abortTurnRoute = createRoute({
   path: "/turns/{id}/abort",
   summary: "Abort a running turn",
   request: { params: turnParamsSchema, query: emptyQuerySchema },
-  responses: { 200: json(turnAbortedSchema, "Aborted"), ...errors },
+  ...noBody,
+  responses: { 200: json(turnAbortedSchema, "Aborted"), ...errors, ...notJson },
 });
 
 export const abortToolRoute = createRoute({
@@ -245,7 +255,8 @@ export const abortToolRoute = createRoute({
   path: "/turns/{id}/tools/{toolId}/abort",
   summary: "Cancel one running tool call; the turn continues",
   request: { params: toolParamsSchema, query: emptyQuerySchema },
-  responses: { 200: json(toolCancelledSchema, "Cancelled"), ...errors },
+  ...noBody,
+  responses: { 200: json(toolCancelledSchema, "Cancelled"), ...errors, ...notJson },
 });
 
 export const approvalRoute = createRoute({
@@ -414,5 +425,6 @@ export const chatStopRoute = createRoute({
   path: "/chat/{id}/stop",
   summary: "Abort the chat's running turn (reason `user`)",
   request: { params: chatParamsSchema, query: emptyQuerySchema },
-  responses: { 200: json(chatStoppedSchema, "Aborted"), ...errors },
+  ...noBody,
+  responses: { 200: json(chatStoppedSchema, "Aborted"), ...errors, ...notJson },
 });

@@ -345,8 +345,12 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const afterSeq = headers["last-event-id"] ?? query.lastEventId ?? 0;
     // before taking a stream's place: a client that has it all must not be refused for the limit
     if (hasEverything(streamDeps, id, afterSeq)) return context.body(null, 204);
-    if (context.req.method === "HEAD") return streamHeadResponse();
     const release = acquireStream(principal);
+    if (context.req.method === "HEAD") {
+      // the answer a GET would get (429 at the stream limit included), holding no place
+      release();
+      return streamHeadResponse();
+    }
     return streamTurnEvents(streamDeps, id, afterSeq, release, nodeResponseOf(context));
   });
 

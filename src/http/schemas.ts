@@ -64,6 +64,8 @@ export const eventsQuerySchema = z.strictObject({
 });
 export const eventsHeadersSchema = z.object({ "last-event-id": lastEventIdSchema.optional() });
 export const emptyQuerySchema = z.strictObject({});
+/** The body of a route that takes none: nothing, or an empty JSON object (any field is unknown). */
+export const emptyBodySchema = z.strictObject({});
 
 export const streamTokenBodySchema = z
   .strictObject({

@@ -117,9 +117,9 @@ export class StreamTokens {
 }
 
 /**
- * Auth for /api with stream tokens: `GET /api/turns/:id/events?token=…` without an Authorization
- * header is let in as the token's principal when the token is live and was issued for that turn, and
- * refused with 401 otherwise; every other request goes to `bearer`. With auth off (`enabled` false) a
+ * Auth for /api with stream tokens: `GET` or `HEAD` `/api/turns/:id/events?token=…` without an
+ * Authorization header is let in as the token's principal when the token is live and was issued for that
+ * turn, and refused with 401 otherwise; every other request goes to `bearer`. With auth off (`enabled` false) a
  * `token` is ignored and everything goes to `bearer`.
  */
 export function streamTokenAuth(
@@ -134,7 +134,7 @@ export function streamTokenAuth(
       enabled &&
       token !== undefined &&
       turnId !== undefined &&
-      context.req.method === "GET" &&
+      (context.req.method === "GET" || context.req.method === "HEAD") &&
       context.req.header("authorization") === undefined;
     if (!byToken) return bearer(context, next);
     const grant = tokens.principalFor(token, turnId);

@@ -7,6 +7,7 @@ import type { MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { jsonDepthExceeds } from "../json-depth.js";
 import { HttpError } from "./http-error.js";
+import { emptyBodySchema } from "./schemas.js";
 
 const WHERE: Record<string, string> = { json: "body", param: "params", query: "query", header: "headers" };
 
@@ -40,6 +41,28 @@ export function jsonDepthGuard(maxDepth: number): MiddlewareHandler {
     return next();
   };
 }
+
+/**
+ * In front of a route that takes no body: nothing, or an empty JSON object, passes; a body that is not
+ * JSON is refused (415, 400 when malformed) and so is one with any field (400 naming it), so that an
+ * option reins does not know (`{"dryRun": true}`) never runs the action unasked.
+ */
+export const refuseBody: MiddlewareHandler = async (context, next) => {
+  const text = await context.req.text();
+  if (text.trim() === "") return next();
+  const mediaType = (context.req.header("content-type") ?? "").split(";")[0]?.trim() ?? "";
+  if (!JSON_MEDIA_TYPE.test(mediaType)) {
+    throw new HttpError(415, "unsupported_media_type", "Content-Type must be application/json");
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, "invalid_json", `Request body is not valid JSON (${(error as Error).message})`);
+  }
+  parseWith(emptyBodySchema, body, "body");
+  return next();
+};
 
 /** The @hono/zod-openapi hook: a failed validation becomes a 400 naming each field. */
 export function validationHook(result: { success: boolean; target?: string; error?: z.ZodError }): void {

@@ -144,8 +144,14 @@ describe("stream tokens with AUTH_TOKENS set", () => {
       headers: { "last-event-id": String(lastSeqOf(turn.events)) },
     });
     expect(again.status).toBe(204);
-    // without the token, the same request is refused
+    // HEAD with the token answers as the GET would (docs/events.md), with no stream
+    const head = await fetch(eventsUrl(turn.turnId, `token=${payload.token}`), { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    // without the token, the same requests are refused
     expect((await fetch(`${server.baseUrl}/api/turns/${turn.turnId}/events`)).status).toBe(401);
+    const url = `${server.baseUrl}/api/turns/${turn.turnId}/events`;
+    expect((await fetch(url, { method: "HEAD" })).status).toBe(401);
   });
 
   it("opens a running turn's stream live with the token", async () => {

@@ -58,6 +58,11 @@ function client(server: () => ServerHandle, token: string | null) {
     async followRefused(turnId: string): Promise<Refusal> {
       return refusalOf(await fetch(eventsUrl(turnId), { headers: headers() }));
     },
+    /** HEAD of a turn's stream: its status and Retry-After (it opens no stream). */
+    async head(turnId: string): Promise<{ status: number; retryAfter: string | null }> {
+      const response = await fetch(eventsUrl(turnId), { method: "HEAD", headers: headers() });
+      return { status: response.status, retryAfter: response.headers.get("retry-after") };
+    },
     /** Aborts every running turn of this principal. */
     async abortAll(): Promise<void> {
       const active = (await (
@@ -168,6 +173,20 @@ describe("per-principal limits with two principals", () => {
     open.push(second);
     for (let follower = 0; follower < 4; follower++) open.push(await alice.follow(turnIdOf(second)));
     expect(await alice.followRefused(turnIdOf(second))).toEqual(tooMany("too_many_streams", 5));
+  });
+
+  it("answers HEAD of a stream as a GET would, 429 at the limit included, and holds no place", async () => {
+    const turn = await alice.start();
+    open.push(turn);
+    const turnId = turnIdOf(turn);
+    // 1 stream (the turn's own) + 3 followers = 4 of 5
+    for (let follower = 0; follower < 3; follower++) open.push(await alice.follow(turnId));
+    for (let probe = 0; probe < 10; probe++)
+      expect(await alice.head(turnId)).toEqual({ status: 200, retryAfter: null });
+    // the probes took no place: the fifth stream still opens
+    open.push(await alice.follow(turnId));
+    expect(await alice.followRefused(turnId)).toEqual(tooMany("too_many_streams", 5));
+    expect(await alice.head(turnId)).toEqual({ status: 429, retryAfter: "5" });
   });
 
   it("counts a replay of an ended turn only while it streams", async () => {

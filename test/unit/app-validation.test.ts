@@ -208,6 +208,53 @@ const cases: Case[] = [
     code: "invalid_request",
     mentions: "force",
   })),
+  // routes that take no body refuse one with a field, or one that is not JSON, before looking anything up
+  ...(
+    [
+      ["POST", "/api/turns/turn_nope/abort"],
+      ["POST", "/api/turns/turn_nope/tools/call_nope/abort"],
+      ["DELETE", "/api/sessions/ses_nope"],
+      ["POST", "/api/chat/chat_nope/stop"],
+    ] as const
+  ).flatMap(([method, path]): Case[] => [
+    {
+      name: `a body field on ${method} ${path}`,
+      method,
+      path,
+      headers: json,
+      body: JSON.stringify({ dryRun: true }),
+      status: 400,
+      code: "invalid_request",
+      mentions: "dryRun",
+    },
+    {
+      name: `malformed JSON on ${method} ${path}`,
+      method,
+      path,
+      headers: json,
+      body: '{"dryRun": true',
+      status: 400,
+      code: "invalid_json",
+    },
+    {
+      name: `a text body on ${method} ${path}`,
+      method,
+      path,
+      headers: { "Content-Type": "text/plain" },
+      body: "please do not",
+      status: 415,
+      code: "unsupported_media_type",
+    },
+  ]),
+  {
+    name: "an empty JSON object is no body at all",
+    method: "POST",
+    path: "/api/turns/turn_missing/abort",
+    headers: json,
+    body: "{}",
+    status: 404,
+    code: "turn_not_found",
+  },
   {
     name: "unknown query key on a new turn",
     ...startTurn({ message: "hi" }),
