@@ -112,7 +112,7 @@ function start(): void {
     }, SHUTDOWN_DEADLINE_MS + config.tools.system.execKillGraceMs).unref();
     // Stop accepting; `closed` settles once every connection has ended.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    await runtime.manager.abortAll("shutdown", SHUTDOWN_TURN_WAIT_MS);
+    await runtime.manager.shutdown(SHUTDOWN_TURN_WAIT_MS);
     // MCP stdio servers' groups get SIGTERM, then SIGKILL after their grace, meanwhile exec drains
     const mcpStopped = runtime.mcp.stop();
     // exec's own SIGTERM → SIGKILL sequence runs in this process: let it finish, then kill what is left

@@ -2,8 +2,11 @@
  * A turn's events as an async iterable that survives a dropped connection: when the stream ends or
  * breaks before the terminal event, it waits and reopens the turn's stream with `Last-Event-ID` (the
  * seq of the last event it yielded), so nothing is lost and nothing repeats; a 204 means the turn has
- * ended and everything was received. Gives up after `maxReconnects` failed attempts in a row. The
- * signal cancels everything: the open request, the stream and the wait between attempts.
+ * ended and everything was received. A reopening the server refuses for now (429: the place of the
+ * dropped stream is not free yet; 502–504: a proxy or a restart in between) is a failed attempt too,
+ * retried after its `Retry-After` when that is longer; any other refusal is raised at once. Gives up
+ * after `maxReconnects` failed attempts in a row. The signal cancels everything: the open request, the
+ * stream and the wait between attempts.
  */
 import { apiErrorOf } from "./api-error.js";
 import { readSse } from "./sse-reader.js";
@@ -29,6 +32,8 @@ export type TurnEventStreamOptions = {
 
 /** The wait before a reconnect when neither the caller nor the server said (the server says 2000). */
 const FALLBACK_RECONNECT_DELAY_MS = 2_000;
+/** Refusals of a reopening that may pass: retried like a dropped connection. */
+const PASSING_REFUSALS: ReadonlySet<number> = new Set([429, 502, 503, 504]);
 
 /** The stream could not be resumed: dropped before the turn was known, or too many failed attempts. */
 export class TurnStreamLostError extends Error {
@@ -56,9 +61,16 @@ export async function* turnEventStream(options: TurnEventStreamOptions): AsyncGe
       if (signal?.aborted || attempt === 0) throw error;
       lastFailure = error;
     }
-    if (response) {
+    /** What this attempt's refusal's `Retry-After` asked for (0: nothing). */
+    let retryAfterMs = 0;
+    if (response?.ok === false) {
+      const refusal = await apiErrorOf(response);
+      // a first request is never repeated (a POST would start another turn)
+      if (attempt === 0 || !PASSING_REFUSALS.has(response.status)) throw refusal;
+      lastFailure = refusal;
+      retryAfterMs = retryAfterMsOf(response);
+    } else if (response) {
       if (response.status === 204) return;
-      if (!response.ok) throw await apiErrorOf(response);
       try {
         for await (const field of readSse(response.body ?? emptyBody())) {
           if (field.kind === "retry") {
@@ -93,8 +105,14 @@ export async function* turnEventStream(options: TurnEventStreamOptions): AsyncGe
         { cause: lastFailure },
       );
     }
-    await wait(options.reconnectDelayMs ?? serverRetryMs, signal);
+    await wait(Math.max(options.reconnectDelayMs ?? serverRetryMs, retryAfterMs), signal);
   }
+}
+
+/** A `Retry-After` of whole seconds, in milliseconds (0 when there is none or it is a date). */
+function retryAfterMsOf(response: Response): number {
+  const seconds = Number(response.headers.get("retry-after") ?? "");
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
 }
 
 function emptyBody(): ReadableStream<Uint8Array> {

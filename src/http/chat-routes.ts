@@ -71,8 +71,11 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
   chat.openapi(chatStreamRoute, (context) => {
     const { id } = context.req.valid("param");
     const principal = context.get("principal");
-    ownChat(principal, id);
-    const turnId = manager.runningTurnIdOf(id);
+    // useChat's `resume` asks on mount, before a first message has made the chat: an unknown chat has
+    // no running turn either (and another principal's answers the same, so it tells nothing)
+    const owner = store.sessionOwner(id);
+    const yours = owner !== undefined && canAccess(principal, owner);
+    const turnId = yours ? manager.runningTurnIdOf(id) : undefined;
     if (turnId === undefined) return context.body(null, 204);
     const release = deps.acquireStream(principal);
     if (context.req.method === "HEAD") {

@@ -31,13 +31,16 @@ const STATUS_BY_CODE: Record<string, HttpError["status"]> = {
   unknown_provider: 400,
   agent_not_found: 400,
   agent_mismatch: 409,
+  shutting_down: 503,
 };
 
 export function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
   if (error instanceof ReinsError) {
     const status = STATUS_BY_CODE[error.code];
-    if (status) return new HttpError(status, error.code, error.message, error.data ?? {});
+    // a server going away: the client may retry (here once it is back, or on another instance)
+    const headers = status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : undefined;
+    if (status) return new HttpError(status, error.code, error.message, error.data ?? {}, headers);
   }
   return undefined;
 }

@@ -78,6 +78,19 @@ const tooMany = (codes: string) => ({
     },
   },
 });
+/** A turn start that reached the server after its shutdown began. */
+const shuttingDown = {
+  ...json(
+    errorSchema,
+    "`shutting_down`: the server is shutting down and starts no turn; retry after `Retry-After`",
+  ),
+  headers: {
+    "Retry-After": {
+      description: "Seconds to wait before trying again",
+      schema: { type: "integer" as const },
+    },
+  },
+};
 const eventStream = {
   content: { "text/event-stream": { schema: turnEventSchema } },
   description:
@@ -111,6 +124,7 @@ export const startTurnRoute = createRoute({
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
+    503: shuttingDown,
   },
 });
 
@@ -402,6 +416,7 @@ export const chatRoute = createRoute({
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
+    503: shuttingDown,
   },
 });
 
@@ -413,7 +428,10 @@ export const chatStreamRoute = createRoute({
   request: { params: chatParamsSchema, query: emptyQuerySchema },
   responses: {
     200: uiMessageStream,
-    204: { description: "No turn of the chat is running" },
+    204: {
+      description:
+        "No turn of yours is running in the chat (an unknown chat, or another principal's, answers the same)",
+    },
     ...errors,
     429: tooMany("`too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
   },

@@ -1,6 +1,7 @@
 /**
- * Why a turn cannot start: errors with stable codes that the HTTP layer maps to 404 / 409 / 400
- * (an unknown session, a busy one, an unknown provider or agent, a session of another agent).
+ * Why a turn cannot start: errors with stable codes that the HTTP layer maps to 404 / 409 / 400 / 503
+ * (an unknown session, a busy one, an unknown provider or agent, a session of another agent, a server
+ * shutting down).
  */
 import { ReinsError } from "../errors.js";
 
@@ -37,6 +38,14 @@ export class AgentMismatchError extends ReinsError {
       `Session ${sessionId} belongs to agent "${sessionAgentId}"; a turn cannot run it as "${requestedAgentId}". ` +
         "Start a new session for another agent.",
       { data: { sessionId, agentId: sessionAgentId, requestedAgentId } },
+    );
+  }
+}
+export class ShuttingDownError extends ReinsError {
+  constructor() {
+    super(
+      "shutting_down",
+      "The server is shutting down and starts no new turn; retry once it is back (or on another instance).",
     );
   }
 }

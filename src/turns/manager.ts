@@ -26,6 +26,7 @@ import {
   AgentMismatchError,
   SessionBusyError,
   SessionNotFoundError,
+  ShuttingDownError,
   UnknownProviderError,
 } from "./errors.js";
 import { TurnEventBus } from "./event-bus.js";
@@ -116,6 +117,8 @@ export class TurnManager {
   /** Calls waiting for a person's approval, across turns. */
   readonly approvals: ApprovalRegistry;
   private readonly turns = new Map<string, TurnRun>();
+  /** Set by `shutdown`: no turn starts any more. */
+  private shuttingDown = false;
   private readonly now: () => number;
   private readonly recorder: DecisionRecorder;
 
@@ -144,6 +147,7 @@ export class TurnManager {
 
   /** Starts a turn and returns it once `turn_start` is queued; the loop runs on in the background. */
   startTurn(request: StartTurnRequest, parent?: TurnRun): TurnRun {
+    if (this.shuttingDown) throw new ShuttingDownError();
     const { store, settings } = this.deps;
     let session = request.sessionId === undefined ? undefined : store.getSession(request.sessionId);
     if (request.sessionId !== undefined && !session && !request.createSession) {
@@ -325,6 +329,16 @@ export class TurnManager {
       if (run.sessionId === sessionId) run.stepMode = enabled;
     }
     if (!enabled) this.steps.releaseSession(sessionId);
+  }
+
+  /**
+   * Shutdown: no turn starts from now on (`ShuttingDownError`) — a request already on its way when the
+   * server stopped accepting connections still reaches a route — and every running turn, child turns
+   * included, is aborted with reason `shutdown` and waited for (bounded).
+   */
+  async shutdown(waitMs: number): Promise<void> {
+    this.shuttingDown = true;
+    await this.abortAll("shutdown", waitMs);
   }
 
   /** Aborts every running turn and waits (bounded) for their loops to return. */
@@ -580,6 +594,11 @@ export class TurnManager {
   private endAborted(run: TurnRun, reason: AbortReason): void {
     if (!run.claimEnd()) return;
     run.bus.allowClosingEvents();
+    // Children end first, for their parent's reason when that reason concerns every turn (shutdown):
+    // what their ending passes up (the result of a call that waited for a person) still reaches this
+    // turn's stream, before its own turn_abort.
+    const childReason = reason === "shutdown" ? "shutdown" : "parent";
+    for (const childTurnId of run.childTurnIds) this.abortTurn(childTurnId, childReason);
     const closed =
       this.persist(run, () => {
         const count = this.closeOpenCalls(run, () => ({
@@ -596,9 +615,6 @@ export class TurnManager {
     this.deps.store.flush();
     run.logger.info({ reason, closedCalls: closed }, "turn aborted");
     this.release(run, { status: "aborted", reason, durationMs: this.now() - run.startedAt });
-    // a child ends for its parent's reason when that reason concerns every turn (shutdown)
-    const childReason = reason === "shutdown" ? "shutdown" : "parent";
-    for (const childTurnId of run.childTurnIds) this.abortTurn(childTurnId, childReason);
     run.abortSignals(reason);
   }
 

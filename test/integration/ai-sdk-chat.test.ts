@@ -8,8 +8,18 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import {
+  AbstractChat,
+  DefaultChatTransport,
+  readUIMessageStream,
+  safeValidateUIMessages,
+  type ChatState,
+  type ChatStatus,
+  type UIMessage,
+  type UIMessageChunk,
+} from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../helpers/eventually.js";
 import { startServer, type ServerHandle } from "../helpers/server.js";
 
 const ALICE = "alice-token-0001";
@@ -112,6 +122,29 @@ const visibleParts = (message: UIMessage) =>
     }
     return { type: part.type };
   });
+
+/** What `@ai-sdk/react`'s `Chat` keeps in React state, kept in plain fields: useChat without React. */
+class MemoryChatState implements ChatState<UIMessage> {
+  status: ChatStatus = "ready";
+  error: Error | undefined = undefined;
+  messages: UIMessage[] = [];
+  pushMessage = (message: UIMessage) => void (this.messages = this.messages.concat(message));
+  popMessage = () => void (this.messages = this.messages.slice(0, -1));
+  replaceMessage = (index: number, message: UIMessage) => {
+    this.messages = [
+      ...this.messages.slice(0, index),
+      structuredClone(message),
+      ...this.messages.slice(index + 1),
+    ];
+  };
+  snapshot = <T>(value: T): T => structuredClone(value);
+}
+
+class MemoryChat extends AbstractChat<UIMessage> {
+  constructor(init: { id: string; transport: DefaultChatTransport<UIMessage> }) {
+    super({ ...init, state: new MemoryChatState() });
+  }
+}
 
 describe("POST /api/chat (AI SDK UI message stream)", () => {
   let server: ServerHandle;
@@ -307,6 +340,8 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     expect(await transportOf().reconnectToStream({ chatId })).toBeNull();
     const idle = await fetch(`${server.baseUrl}/api/chat/${chatId}/stream`, { headers: headersOf(ALICE) });
     expect(idle.status).toBe(204);
+    // useChat's `resume: true` asks on mount, before the first message makes the chat: nothing, no error
+    expect(await transportOf().reconnectToStream({ chatId: newChatId() })).toBeNull();
   });
 
   it("a second message on the same chat id continues the session", async () => {
@@ -355,7 +390,7 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     expect(visibleParts(second)[1]).toEqual({ type: "text", text: "You said: short follow-up" });
   }, 60_000);
 
-  it("another principal's chat is 404 on every route, like an unknown one", async () => {
+  it("another principal's chat answers like an unknown one on every route (404; resume 204)", async () => {
     const chatId = newChatId();
     const log = await send(chatId, '/tool sleep {"ms":600000}');
     await log.until((chunk) => chunk.type === "tool-input-available");
@@ -367,13 +402,14 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     );
     expect(taken.status).toBe(404);
     expect(await taken.json()).toMatchObject({ code: "session_not_found" });
+    // resume: no turn of bob's runs there, as in a chat not made yet (useChat asks on mount)
     const resume = await fetch(`${server.baseUrl}/api/chat/${chatId}/stream`, { headers: headersOf(BOB) });
-    expect(resume.status).toBe(404);
+    expect(resume.status).toBe(204);
     expect((await post(`/api/chat/${chatId}/stop`, {}, BOB)).status).toBe(404);
     const unknown = await fetch(`${server.baseUrl}/api/chat/no-such-chat/stream`, {
       headers: headersOf(BOB),
     });
-    expect(unknown.status).toBe(404);
+    expect(unknown.status).toBe(204);
 
     // alice's turn was left alone; her second message while it runs is 409
     const busy = await post("/api/chat", {
@@ -405,6 +441,34 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     });
     expect(message.parts[1]).toMatchObject({ approval: { id: toolCallId } });
   });
+
+  it.each([
+    ["approve", true, "output-available"],
+    ["reject", false, "output-denied"],
+  ] as const)(
+    "useChat records a decision (%s) with addToolApprovalResponse next to the HTTP one: the message stays valid",
+    async (decision, approved, finalState) => {
+      const chat = new MemoryChat({ id: newChatId(), transport: transportOf(ALICE, { agentId: "careful" }) });
+      const sent = chat.sendMessage({ text: '/tool echo {"text":"careful"}' });
+      const toolPart = () => chat.lastMessage?.parts.find((part) => part.type === "dynamic-tool");
+      await eventually(() => expect(toolPart()).toMatchObject({ state: "approval-requested" }), 15_000);
+      const part = toolPart() as { toolCallId: string; approval: { id: string } };
+      const turnId = (chat.lastMessage?.metadata as { turnId: string }).turnId;
+      // as docs/http-api.md says: first on the client (no request while the stream is open), then over HTTP
+      await chat.addToolApprovalResponse({ id: part.approval.id, approved });
+      const decided = await post(`/api/turns/${turnId}/tools/${part.toolCallId}/approval`, {
+        decision,
+        ...(decision === "reject" ? { reason: "not today" } : {}),
+      });
+      expect(decided.status).toBe(200);
+      await sent;
+      expect(chat.status).toBe("ready");
+      expect(toolPart()).toMatchObject({ state: finalState, approval: { id: part.approval.id, approved } });
+      // what an app's store of chats checks when it loads one again
+      const validated = await safeValidateUIMessages({ messages: chat.messages });
+      expect(validated.success, JSON.stringify(validated.success ? {} : validated.error)).toBe(true);
+    },
+  );
 
   it("a delegated turn's approval request is a transient data part with its child turn; approving runs the call", async () => {
     const delegation = { agentId: "careful", message: '/tool echo {"text":"from the child"}' };

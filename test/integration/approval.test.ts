@@ -249,6 +249,16 @@ describe("POST /api/turns/:id/tools/:toolId/approval", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn_complete" });
   });
 
+  it("a child's request is closed on the parent's stream, before its turn_abort, when the parent itself is aborted", async () => {
+    const child = { agentId: "careful", message: '/tool echo {"text":"from the child"}' };
+    const { stream, turnId, request } = await waitingTurn(`/tool delegate ${JSON.stringify(child)}`);
+    expect(request.childTurnId).toMatch(/^turn_/);
+    expect((await abort(turnId)).status).toBe(200);
+    const events = await stream.untilEnd();
+    expect(ofTool(events, request.toolId)).toEqual(closedUndecided(request));
+    expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "user" });
+  });
+
   it("reject with a reason: [REJECTED] result, status rejected, and the model answers with it", async () => {
     const { stream, turnId, request } = await waitingTurn('/tool echo {"text":"x"}');
     const response = await decide(turnId, request.toolId, { decision: "reject", reason: "not on a Friday" });

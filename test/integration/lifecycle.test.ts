@@ -4,6 +4,7 @@
  */
 import BetterSqlite3 from "better-sqlite3";
 import { existsSync } from "node:fs";
+import net from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HistoryBlock } from "../../src/history/model.js";
@@ -227,6 +228,43 @@ describe("crash and shutdown", () => {
         block.kind === "tool_response" ? [block.status] : [],
       );
       expect(statuses).toEqual(["cancelled", "complete"]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("refuses a turn whose request arrives once shutdown has begun (503), and starts nothing", async () => {
+    const handle = await server();
+    // a turn that is running when SIGTERM comes, so shutdown has one to abort
+    const running = await SseStream.start(handle.baseUrl, { message: "/tool hang {}" });
+    await running.next((event) => event.type === "tool_start");
+    // a request already on its way: its headers arrive before SIGTERM, its body after shutdown began
+    const body = JSON.stringify({ message: '/tool sleep {"ms":60000}' });
+    const socket = net.connect(handle.port, "127.0.0.1");
+    await new Promise((resolve) => socket.once("connect", resolve));
+    let answer = "";
+    socket.on("data", (chunk: Buffer) => (answer += chunk.toString("utf8")));
+    const socketClosed = new Promise((resolve) => socket.once("close", resolve));
+    socket.write(
+      "POST /api/sessions/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+    );
+    const exitCode = handle.stop("SIGTERM");
+    await eventually(() => expect(handle.logs().join("\n")).toContain('"msg":"shutting down"'), 10_000);
+    socket.write(body);
+    await socketClosed;
+
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+    expect(answer).toMatch(/\r\nretry-after: 5\r\n/i);
+    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toMatchObject({ code: "shutting_down" });
+    expect((await running.untilEnd()).at(-1)).toMatchObject({ type: "turn_abort", reason: "shutdown" });
+    expect(await exitCode).toBe(0);
+    // the refused request left no turn behind: only the aborted one is stored
+    const db = new BetterSqlite3(join(handle.dataDir, "reins.db"), { readonly: true });
+    try {
+      expect(db.prepare("SELECT status, abort_reason FROM turns").all()).toEqual([
+        { status: "aborted", abort_reason: "shutdown" },
+      ]);
     } finally {
       db.close();
     }

@@ -151,17 +151,58 @@ describe("the reconnecting turn stream", () => {
     expect(requests).toHaveLength(3);
   });
 
-  it("raises the server's refusal of a resumption as a ReinsApiError", async () => {
-    const { client } = clientWith([
+  it("raises the server's final refusal of a resumption as a ReinsApiError at once", async () => {
+    const { client, requests } = clientWith([
       () => sse([frame(event(1))], "breaks"),
-      () => Response.json({ error: "Too many open streams", code: "too_many_streams" }, { status: 429 }),
+      () => Response.json({ error: "Turn not found", code: "turn_not_found" }, { status: 404 }),
     ]);
     const done = expect(collectEvents(client.followTurn(TURN_ID))).rejects.toMatchObject({
-      status: 429,
-      code: "too_many_streams",
+      status: 404,
+      code: "turn_not_found",
     });
     await vi.advanceTimersByTimeAsync(RECONNECT_DELAY_MS);
     await done;
+    expect(requests).toHaveLength(2);
+  });
+
+  it("retries a resumption refused for now (429, 503) after its Retry-After, and loses nothing", async () => {
+    const tooMany = { error: "Too many open streams", code: "too_many_streams" };
+    const { client, requests } = clientWith([
+      () => sse([frame(event(1, "turn_start"))], "breaks"),
+      // the server has not yet seen the dropped stream go: its place is still taken
+      () => Response.json(tooMany, { status: 429, headers: { "Retry-After": "5" } }),
+      // a proxy in front of a restarting server
+      () => new Response("bad gateway", { status: 503 }),
+      () => sse([frame(event(2)), frame(event(3, "turn_complete"))]),
+    ]);
+    const received: number[] = [];
+    const done = (async () => {
+      for await (const turnEvent of client.followTurn(TURN_ID)) received.push(turnEvent.seq);
+    })();
+    await vi.advanceTimersByTimeAsync(RECONNECT_DELAY_MS);
+    expect(requests).toHaveLength(2);
+    // the 429's Retry-After (5 s), not the reconnect delay (1 s)
+    await vi.advanceTimersByTimeAsync(4_000);
+    expect(requests).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(requests).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(RECONNECT_DELAY_MS);
+    await done;
+    expect(received).toEqual([1, 2, 3]);
+    expect(requests.map((request) => request.lastEventId)).toEqual([null, "1", "1", "1"]);
+  });
+
+  it("gives up on refusals for now after maxReconnects, with the last refusal as the cause", async () => {
+    const refusal = () =>
+      Response.json({ error: "Too many open streams", code: "too_many_streams" }, { status: 429 });
+    const { client, requests } = clientWith([() => sse([frame(event(1))], "breaks"), refusal, refusal], 2);
+    const done = expect(collectEvents(client.followTurn(TURN_ID))).rejects.toMatchObject({
+      name: "TurnStreamLostError",
+      cause: { status: 429, code: "too_many_streams" },
+    });
+    await vi.advanceTimersByTimeAsync(RECONNECT_DELAY_MS * 3);
+    await done;
+    expect(requests).toHaveLength(3);
   });
 
   it("rejects at once when aborted while waiting to reconnect, and leaves no timer behind", async () => {

@@ -23,7 +23,12 @@ import { createRuntime, type Runtime } from "../../src/runtime.js";
 import type { ToolDefinition } from "../../src/tools/types.js";
 import type { TurnRun } from "../../src/turns/turn-run.js";
 import { ToolCallingLoop, type LoopSnapshot } from "../../src/turns/loop.js";
-import { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "../../src/turns/errors.js";
+import {
+  SessionBusyError,
+  SessionNotFoundError,
+  ShuttingDownError,
+  UnknownProviderError,
+} from "../../src/turns/errors.js";
 import { TurnManager } from "../../src/turns/manager.js";
 import { recoverInterruptedTurns } from "../../src/turns/recovery.js";
 
@@ -108,6 +113,21 @@ function signalWatcher() {
   };
   return { tool: tool as ToolDefinition, seen };
 }
+
+describe("TurnManager: shutdown", () => {
+  it("aborts the running turns with reason shutdown and starts no turn afterwards, not even a delegated one", async () => {
+    const runtime = makeRuntime();
+    const running = runtime.manager.startTurn({ message: "/tool hang {}" });
+    const { events } = watch(runtime, running);
+    await until(() => events.some((event) => event.type === "tool_start"), "tool_start");
+
+    await runtime.manager.shutdown(1_000);
+    expect(terminals(events)).toEqual([expect.objectContaining({ type: "turn_abort", reason: "shutdown" })]);
+    expect(() => runtime.manager.startTurn({ message: "hi" })).toThrow(ShuttingDownError);
+    expect(() => runtime.manager.startTurn({ message: "hi" }, running)).toThrow(ShuttingDownError);
+    expect(runtime.store.listTurns().map((turn) => turn.id)).toEqual([running.turnId]);
+  });
+});
 
 describe("TurnManager: abort", () => {
   it("is idempotent: the second abort returns false and only one turn_abort is sent", async () => {
