@@ -1,10 +1,10 @@
 /**
  * The AI SDK's `useChat` routes (docs/http-api.md#chat-routes-ai-sdk-usechat): `POST /api/chat` runs the
- * newest user message as a turn of the chat (a session with the client's id, created on first use and owned
+ * user's new message as a turn of the chat (a session with the client's id, created on first use and owned
  * by the caller) and answers with the UI message stream; `GET /api/chat/:id/stream` resumes the chat's
- * running turn from its start (204 when none runs); `POST /api/chat/:id/stop` aborts it. Someone else's chat
- * is 404, exactly like an unknown one; the per-principal turn and stream limits (§10) apply as on every
- * route.
+ * running turn from its start (204 when none of yours runs, an unknown chat's included);
+ * `POST /api/chat/:id/stop` aborts it. Someone else's chat answers exactly like an unknown one; the
+ * per-principal turn and stream limits (§10) apply as on every route.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HistoryStore } from "../history/store.js";
@@ -56,7 +56,7 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
       throw new HttpError(404, "session_not_found", `Chat not found: ${body.id}`);
     }
     const { turnId, release } = deps.startStreamedTurn({
-      // validated: the newest user message has text
+      // validated: the last message is the user's, with text
       message: newestUserText(body.messages) ?? "",
       sessionId: body.id,
       createSession: true,

@@ -1,8 +1,8 @@
 /**
  * zod schemas of `/api/chat` (docs/http-api.md#chat-routes-ai-sdk-usechat): the body the AI SDK's
  * `DefaultChatTransport` posts (`{id, messages, trigger, messageId?, …}`; fields a transport's `body` option
- * adds are allowed), the chat id, and the turn's message read from it: the newest user message's text parts,
- * joined.
+ * adds are allowed), the chat id, and the turn's message read from it: the last message, the user's, its text
+ * parts joined.
  */
 import { z } from "@hono/zod-openapi";
 import { idSchema, MAX_MESSAGE_CHARS, modelSchema } from "./schemas.js";
@@ -26,10 +26,11 @@ const uiMessageSchema = z.looseObject({
 });
 type UiMessageInput = z.infer<typeof uiMessageSchema>;
 
-/** The newest user message's text parts joined by a line break; undefined when it has none. */
+/** The last message's text parts joined by a line break, when it is the user's; else undefined. */
 export function newestUserText(messages: readonly UiMessageInput[]): string | undefined {
-  const newest = messages.findLast((message) => message.role === "user");
-  const texts = (newest?.parts ?? []).flatMap((part) =>
+  const newest = messages.at(-1);
+  if (newest?.role !== "user") return undefined;
+  const texts = newest.parts.flatMap((part) =>
     part.type === "text" && typeof part["text"] === "string" ? [part["text"]] : [],
   );
   const text = texts.join("\n");
@@ -57,12 +58,32 @@ export const chatBodySchema = z
       });
       return;
     }
+    if (body.messageId !== undefined) {
+      context.addIssue({
+        code: "custom",
+        path: ["messageId"],
+        message:
+          "a message id is sent to edit an earlier message (or for the AI SDK's approval round trip), which " +
+          "is not supported: the server keeps the chat's history; send a new message, or start a new chat",
+      });
+      return;
+    }
+    if (body.messages.at(-1)?.role !== "user") {
+      context.addIssue({
+        code: "custom",
+        path: ["messages"],
+        message:
+          "the last message must be the user's new message (the server keeps the history; the AI SDK's " +
+          "approval and client-side tool round trips are not supported)",
+      });
+      return;
+    }
     const text = newestUserText(body.messages);
     if (text === undefined) {
       context.addIssue({
         code: "custom",
         path: ["messages"],
-        message: "the newest user message has no text part (it is the turn's message)",
+        message: "the new user message has no text part (it is the turn's message)",
       });
     } else if (text.length > MAX_MESSAGE_CHARS) {
       context.addIssue({
@@ -74,6 +95,6 @@ export const chatBodySchema = z
   })
   .openapi("ChatRequest", {
     description:
-      "The body of the AI SDK's DefaultChatTransport. Only the newest user message is read (its text " +
-      "parts joined): the server keeps the chat's history.",
+      "The body of the AI SDK's DefaultChatTransport. Only the last message, the user's new one, is read " +
+      "(its text parts joined): the server keeps the chat's history, so `messageId` (an edit) is refused.",
   });

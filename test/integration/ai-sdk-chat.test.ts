@@ -502,6 +502,20 @@ describe("POST /api/chat (AI SDK UI message stream)", () => {
     [{ id: "ok-id", messages: [], trigger: "submit-message" }, "body.messages"],
     [{ id: "ok-id", messages: [userMessage("hi")] }, "body.trigger"],
     [{ id: "ok-id", messages: [userMessage("hi")], trigger: "regenerate-message" }, "body.trigger"],
+    // useChat's edit of an earlier message: the server's history would no longer be the client's
+    [
+      { id: "ok-id", messages: [userMessage("hi")], trigger: "submit-message", messageId: "msg-1" },
+      "body.messageId",
+    ],
+    // what the AI SDK's approval round trip posts: it would run the previous user message again
+    [
+      {
+        id: "ok-id",
+        messages: [userMessage("hi"), { id: "a", role: "assistant", parts: [{ type: "text", text: "ok" }] }],
+        trigger: "submit-message",
+      },
+      "body.messages",
+    ],
     [
       {
         id: "ok-id",
