@@ -13,7 +13,7 @@ export function Chat({ chatId, token }: { chatId: string; token?: string }) {
   const [input, setInput] = useState("");
   const [note, setNote] = useState("");
   const { messages, sendMessage, status, stop } = useChat({
-    // the chat id is the reins session: the server keeps the history and only reads the newest message
+    // the chat id is the reins session: the server keeps the history and reads only the new message
     id: chatId,
     // resume a turn still running after a reload (GET /api/chat/:id/stream; 204 when none runs);
     // start reins with ON_DISCONNECT=continue, or the reload's dropped stream ends the turn first

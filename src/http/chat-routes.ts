@@ -10,7 +10,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HistoryStore } from "../history/store.js";
 import type { StartTurnRequest, TurnManager } from "../turns/manager.js";
 import { canAccess } from "./auth.js";
-import { newestUserText } from "./chat-schemas.js";
+import { newUserMessageText } from "./chat-schemas.js";
 import { HttpError } from "./http-error.js";
 import { chatRoute, chatStopRoute, chatStreamRoute } from "./route-definitions.js";
 import type { ApiEnv } from "./routes.js";
@@ -57,7 +57,7 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     }
     const { turnId, release } = deps.startStreamedTurn({
       // validated: the last message is the user's, with text
-      message: newestUserText(body.messages) ?? "",
+      message: newUserMessageText(body.messages) ?? "",
       sessionId: body.id,
       createSession: true,
       agentId: body.agentId,

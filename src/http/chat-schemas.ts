@@ -1,8 +1,8 @@
 /**
  * zod schemas of `/api/chat` (docs/http-api.md#chat-routes-ai-sdk-usechat): the body the AI SDK's
- * `DefaultChatTransport` posts (`{id, messages, trigger, messageId?, …}`; fields a transport's `body` option
- * adds are allowed), the chat id, and the turn's message read from it: the last message, the user's, its text
- * parts joined.
+ * `DefaultChatTransport` posts (`{id, messages, trigger, messageId?, …}`; fields a transport's `body`
+ * option adds are allowed), the chat id, and the turn's message read from it: the last message, the
+ * user's, its text parts joined.
  */
 import { z } from "@hono/zod-openapi";
 import { idSchema, MAX_MESSAGE_CHARS, modelSchema } from "./schemas.js";
@@ -27,7 +27,7 @@ const uiMessageSchema = z.looseObject({
 type UiMessageInput = z.infer<typeof uiMessageSchema>;
 
 /** The last message's text parts joined by a line break, when it is the user's; else undefined. */
-export function newestUserText(messages: readonly UiMessageInput[]): string | undefined {
+export function newUserMessageText(messages: readonly UiMessageInput[]): string | undefined {
   const newest = messages.at(-1);
   if (newest?.role !== "user") return undefined;
   const texts = newest.parts.flatMap((part) =>
@@ -63,8 +63,9 @@ export const chatBodySchema = z
         code: "custom",
         path: ["messageId"],
         message:
-          "a message id is sent to edit an earlier message (or for the AI SDK's approval round trip), which " +
-          "is not supported: the server keeps the chat's history; send a new message, or start a new chat",
+          "a message id is sent to edit an earlier message (or for the AI SDK's approval round " +
+          "trip), which is not supported: the server keeps the chat's history; send a new message, " +
+          "or start a new chat",
       });
       return;
     }
@@ -78,7 +79,7 @@ export const chatBodySchema = z
       });
       return;
     }
-    const text = newestUserText(body.messages);
+    const text = newUserMessageText(body.messages);
     if (text === undefined) {
       context.addIssue({
         code: "custom",

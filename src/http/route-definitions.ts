@@ -432,7 +432,8 @@ export const chatStreamRoute = createRoute({
       description:
         "No turn of yours is running in the chat (an unknown chat, or another principal's, answers the same)",
     },
-    ...errors,
+    400: errors[400],
+    401: errors[401],
     429: tooMany("`too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
   },
 });

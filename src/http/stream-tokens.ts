@@ -118,9 +118,9 @@ export class StreamTokens {
 
 /**
  * Auth for /api with stream tokens: `GET` or `HEAD` `/api/turns/:id/events?token=…` without an
- * Authorization header is let in as the token's principal when the token is live and was issued for that
- * turn, and refused with 401 otherwise; every other request goes to `bearer`. With auth off (`enabled` false) a
- * `token` is ignored and everything goes to `bearer`.
+ * Authorization header is let in as the token's principal when the token is live and was issued for
+ * that turn, and refused with 401 otherwise; every other request goes to `bearer`. With auth off
+ * (`enabled` false) a `token` is ignored and everything goes to `bearer`.
  */
 export function streamTokenAuth(
   tokens: StreamTokens,

@@ -1,9 +1,9 @@
 /**
  * Validation failures as 4xx errors that say which field is wrong and why: the nesting-depth gate in
- * front of every JSON body, the hook every declared route uses, and `parseWith` for values validated
- * by hand.
+ * front of every JSON body, the gate in front of a route that takes no body (`refuseBody`), the hook
+ * every declared route uses, and `parseWith` for values validated by hand.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { jsonDepthExceeds } from "../json-depth.js";
 import { HttpError } from "./http-error.js";
@@ -13,6 +13,12 @@ const WHERE: Record<string, string> = { json: "body", param: "params", query: "q
 
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
+/** Whether the request says its body is JSON (`application/json`, or a `+json` type), parameters aside. */
+function hasJsonBody(context: Context): boolean {
+  const mediaType = (context.req.header("content-type") ?? "").split(";")[0]?.trim() ?? "";
+  return JSON_MEDIA_TYPE.test(mediaType);
+}
+
 /**
  * Refuses a JSON body nested deeper than `maxDepth` (400 `invalid_input`) before validation or any
  * handler walks it. The body is parsed once here (`JSON.parse` itself is not recursive) and the depth
@@ -20,8 +26,7 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
  */
 export function jsonDepthGuard(maxDepth: number): MiddlewareHandler {
   return async (context, next) => {
-    const mediaType = (context.req.header("content-type") ?? "").split(";")[0]?.trim() ?? "";
-    if (context.req.method === "GET" || context.req.method === "HEAD" || !JSON_MEDIA_TYPE.test(mediaType)) {
+    if (context.req.method === "GET" || context.req.method === "HEAD" || !hasJsonBody(context)) {
       return next();
     }
     let body: unknown;
@@ -50,8 +55,7 @@ export function jsonDepthGuard(maxDepth: number): MiddlewareHandler {
 export const refuseBody: MiddlewareHandler = async (context, next) => {
   const text = await context.req.text();
   if (text.trim() === "") return next();
-  const mediaType = (context.req.header("content-type") ?? "").split(";")[0]?.trim() ?? "";
-  if (!JSON_MEDIA_TYPE.test(mediaType)) {
+  if (!hasJsonBody(context)) {
     throw new HttpError(415, "unsupported_media_type", "Content-Type must be application/json");
   }
   let body: unknown;

@@ -104,8 +104,9 @@ async function followChildTurn(
   const child = startChildTurn(manager, parent, request);
   // A person can only decide what a stream shows them: every ancestor's stream shows the child's approval
   // requests, their decisions, and the result of one that ended undecided (the request is over) — sent
-  // to each ancestor straight, not through the parent: an aborted parent's stream has closed while its
-  // own parent goes on and must see the request end.
+  // to each ancestor straight rather than relayed from one stream to the next, so that it arrives
+  // whatever the turns in between are doing (an ending turn ends its children first: its stream is
+  // still open for what they pass up).
   const undecided = new Set<string>();
   const passUp = (event: ApprovalEvent) => {
     const { turnId, seq: _seq, at: _at, ...body } = event;

@@ -216,10 +216,15 @@ describe("a call block whose ids changed after a render", () => {
 
     const generatedBefore = projected("anthropic")[0]![1];
     const mistralBefore = projected("mistral")[0]![1];
+    // OpenAI's facts about the old ids are kept too: refused "not ok", generated an id
+    expect(projected("openai")[0]![1]).toMatch(/^call_/);
     expect(generatedBefore).toMatch(/^toolu_/);
 
     callBlock.providerCallId = "toolu_native";
     expect(projected("anthropic")).toEqual([["c 1", "toolu_native"]]);
+    // the facts were about the old ids, for every format: OpenAI accepts the new one
+    expect(projected("openai")).toEqual(fresh("openai"));
+    expect(projected("openai")).toEqual([["c 1", "toolu_native"]]);
 
     callBlock.callId = "c 2";
     resultBlock.callId = "c 2";

@@ -64,7 +64,10 @@ export type IdFacts = {
   /** The ids the facts are about: facts about other ids are forgotten. */
   factsCallId: string;
   factsProviderCallId: string | undefined;
-  /** Three bits a format from bit `ID_FACTS_BITS × slot`: tested, provider id accepted, canonical too. */
+  /**
+   * For each format, `ID_FACTS_BITS` bits from bit `ID_FACTS_BITS × slot`: tested, provider id
+   * accepted, canonical id accepted.
+   */
   idAcceptance: number;
   /** The id generated for each format's slot, once the call needed one. */
   generatedIds: (string | undefined)[] | undefined;
@@ -72,6 +75,7 @@ export type IdFacts = {
 
 const ID_FACTS_SLOTS: Readonly<Record<CallIdFormat, number>> = { call: 0, toolu: 1, "mistral-9": 2 };
 const ID_FACTS_BITS = 3;
+const ID_FACTS_MASK = (1 << ID_FACTS_BITS) - 1;
 const TESTED = 1;
 const PROVIDER_ACCEPTED = 2;
 const CANONICAL_ACCEPTED = 4;
@@ -215,7 +219,7 @@ export class IdProjector {
     const shift = this.factsSlot * ID_FACTS_BITS;
     if (facts !== undefined) {
       if (facts.factsCallId === call.callId && facts.factsProviderCallId === call.providerCallId) {
-        const kept = (facts.idAcceptance >>> shift) & 7;
+        const kept = (facts.idAcceptance >>> shift) & ID_FACTS_MASK;
         if ((kept & TESTED) !== 0) return kept;
       } else {
         facts.factsCallId = call.callId;
