@@ -242,8 +242,10 @@ export class IdProjector {
     const kept = facts?.generatedIds?.[this.factsSlot];
     if (kept !== undefined) return kept;
     const generated = generateId(call.callId, 0, format);
-    if (facts !== undefined)
-      (facts.generatedIds ??= [undefined, undefined, undefined])[this.factsSlot] = generated;
+    if (facts !== undefined) {
+      facts.generatedIds ??= [undefined, undefined, undefined];
+      facts.generatedIds[this.factsSlot] = generated;
+    }
     return generated;
   }
 
