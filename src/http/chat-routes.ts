@@ -39,10 +39,14 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
   const streamDeps = { manager, store, pingIntervalMs: deps.pingIntervalMs };
   const chat = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
 
-  /** 404 unless the chat exists and is the caller's (the owner always comes from the database). */
-  const ownChat = (principal: string | null, chatId: string) => {
+  /** Whether the chat exists and is the caller's (the owner always comes from the database). */
+  const isOwnChat = (principal: string | null, chatId: string) => {
     const owner = store.sessionOwner(chatId);
-    if (owner === undefined || !canAccess(principal, owner)) {
+    return owner !== undefined && canAccess(principal, owner);
+  };
+  /** 404 unless the chat exists and is the caller's. */
+  const ownChat = (principal: string | null, chatId: string) => {
+    if (!isOwnChat(principal, chatId)) {
       throw new HttpError(404, "session_not_found", `Chat not found: ${chatId}`);
     }
   };
@@ -73,9 +77,7 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     const principal = context.get("principal");
     // useChat's `resume` asks on mount, before a first message has made the chat: an unknown chat has
     // no running turn either (and another principal's answers the same, so it tells nothing)
-    const owner = store.sessionOwner(id);
-    const yours = owner !== undefined && canAccess(principal, owner);
-    const turnId = yours ? manager.runningTurnIdOf(id) : undefined;
+    const turnId = isOwnChat(principal, id) ? manager.runningTurnIdOf(id) : undefined;
     if (turnId === undefined) return context.body(null, 204);
     const release = deps.acquireStream(principal);
     if (context.req.method === "HEAD") {

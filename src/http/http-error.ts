@@ -24,6 +24,7 @@ export class HttpError extends Error {
  * retry soon without hammering the server.
  */
 export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_HEADER: Readonly<Record<string, string>> = { "Retry-After": String(RETRY_AFTER_SECONDS) };
 
 const STATUS_BY_CODE: Record<string, HttpError["status"]> = {
   session_not_found: 404,
@@ -38,9 +39,11 @@ export function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
   if (error instanceof ReinsError) {
     const status = STATUS_BY_CODE[error.code];
-    // a server going away: the client may retry (here once it is back, or on another instance)
-    const headers = status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : undefined;
-    if (status) return new HttpError(status, error.code, error.message, error.data ?? {}, headers);
+    if (status) {
+      // a server going away: the client may retry (here once it is back, or on another instance)
+      const headers = status === 503 ? RETRY_AFTER_HEADER : undefined;
+      return new HttpError(status, error.code, error.message, error.data ?? {}, headers);
+    }
   }
   return undefined;
 }
@@ -60,6 +63,6 @@ export function tooManyRequests(
     code,
     message,
     { limit, retryAfterSeconds: RETRY_AFTER_SECONDS },
-    { "Retry-After": String(RETRY_AFTER_SECONDS) },
+    RETRY_AFTER_HEADER,
   );
 }

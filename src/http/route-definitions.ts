@@ -62,6 +62,13 @@ const errors = {
   401: json(errorSchema, "Missing or invalid bearer token (when auth is on)"),
   404: json(errorSchema, "Unknown, or not yours"),
 };
+/** The header of a refusal the client may retry (429, 503). */
+const retryAfter = {
+  "Retry-After": {
+    description: "Seconds to wait before trying again",
+    schema: { type: "integer" as const, minimum: 1 },
+  },
+};
 /**
  * 429 for a per-principal limit (docs/semantics.md#isolation-and-limits); `codes` are the limits the route
  * can hit.
@@ -71,12 +78,7 @@ const tooMany = (codes: string) => ({
     errorSchema,
     `A per-principal limit is reached (${codes}); the body names it (\`limit\`). Retry after \`Retry-After\` seconds`,
   ),
-  headers: {
-    "Retry-After": {
-      description: "Seconds to wait before trying again",
-      schema: { type: "integer" as const, minimum: 1 },
-    },
-  },
+  headers: retryAfter,
 });
 /** A turn start that reached the server after its shutdown began. */
 const shuttingDown = {
@@ -84,12 +86,7 @@ const shuttingDown = {
     errorSchema,
     "`shutting_down`: the server is shutting down and starts no turn; retry after `Retry-After`",
   ),
-  headers: {
-    "Retry-After": {
-      description: "Seconds to wait before trying again",
-      schema: { type: "integer" as const },
-    },
-  },
+  headers: retryAfter,
 };
 const eventStream = {
   content: { "text/event-stream": { schema: turnEventSchema } },
