@@ -14,7 +14,7 @@ import { newUserMessageText } from "./chat-schemas.js";
 import { HttpError } from "./http-error.js";
 import { chatRoute, chatStopRoute, chatStreamRoute } from "./route-definitions.js";
 import type { ApiEnv } from "./routes.js";
-import { nodeResponseOf, streamHeadResponse } from "./sse.js";
+import { nodeResponseOf, streamOrHead } from "./sse.js";
 import type { StreamRelease } from "./stream-limits.js";
 import { uiMessageResponse } from "./ui-message-response.js";
 import { UI_MESSAGE_STREAM_HEADERS } from "./ui-message-stream.js";
@@ -79,13 +79,12 @@ export function chatRoutes(deps: ChatRouteDeps): OpenAPIHono<ApiEnv> {
     // no running turn either (and another principal's answers the same, so it tells nothing)
     const turnId = isOwnChat(principal, id) ? manager.runningTurnIdOf(id) : undefined;
     if (turnId === undefined) return context.body(null, 204);
-    const release = deps.acquireStream(principal);
-    if (context.req.method === "HEAD") {
-      // the answer a GET would get (429 at the stream limit included), holding no place
-      release();
-      return streamHeadResponse(UI_MESSAGE_STREAM_HEADERS);
-    }
-    return uiMessageResponse(streamDeps, turnId, release, nodeResponseOf(context));
+    return streamOrHead(
+      context.req.method,
+      deps.acquireStream(principal),
+      (release) => uiMessageResponse(streamDeps, turnId, release, nodeResponseOf(context)),
+      UI_MESSAGE_STREAM_HEADERS,
+    );
   });
 
   chat.openapi(chatStopRoute, (context) => {

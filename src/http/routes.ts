@@ -42,7 +42,7 @@ import { renderProviderRequest } from "../history/render/index.js";
 import { StreamLimits } from "./stream-limits.js";
 import { chatRoutes } from "./chat-routes.js";
 import type { StreamTokens } from "./stream-tokens.js";
-import { nodeResponseOf, streamHeadResponse } from "./sse.js";
+import { nodeResponseOf, streamOrHead } from "./sse.js";
 import { jsonWithLongArray } from "./json-stream.js";
 import { hasEverything, streamTurnEvents } from "./turn-stream.js";
 import { validationHook } from "./validation.js";
@@ -345,13 +345,9 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const afterSeq = headers["last-event-id"] ?? query.lastEventId ?? 0;
     // before taking a stream's place: a client that has it all must not be refused for the limit
     if (hasEverything(streamDeps, id, afterSeq)) return context.body(null, 204);
-    const release = acquireStream(principal);
-    if (context.req.method === "HEAD") {
-      // the answer a GET would get (429 at the stream limit included), holding no place
-      release();
-      return streamHeadResponse();
-    }
-    return streamTurnEvents(streamDeps, id, afterSeq, release, nodeResponseOf(context));
+    return streamOrHead(context.req.method, acquireStream(principal), (release) =>
+      streamTurnEvents(streamDeps, id, afterSeq, release, nodeResponseOf(context)),
+    );
   });
 
   api.openapi(streamTokenRoute, (context) => {

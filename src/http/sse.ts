@@ -53,17 +53,32 @@ export type SseOptions = {
   nodeResponse?: NodeResponse;
 };
 
-/** What the writer uses of the Node response @hono/node-server writes a Response to. */
 /**
  * What a HEAD request of an event stream gets: the stream's status and headers, and no stream. Hono
  * answers HEAD with the GET handler and drops the body unread, so a stream opened for it would never
  * learn that its client went away: it would follow the turn (which then does not end when its real
  * clients leave) and hold a place in the principal's stream limit until the turn's end.
  */
-export function streamHeadResponse(headers: Readonly<Record<string, string>> = SSE_HEADERS): Response {
+function streamHeadResponse(headers: Readonly<Record<string, string>>): Response {
   return framedResponse(null, { status: 200, headers });
 }
 
+/**
+ * A stream route's answer once the stream's place is taken (at the limit, taking it threw the 429): the
+ * stream `open` makes, or for HEAD the answer a GET would get, the place given back at once.
+ */
+export function streamOrHead(
+  method: string,
+  release: () => void,
+  open: (release: () => void) => Response,
+  headers: Readonly<Record<string, string>> = SSE_HEADERS,
+): Response {
+  if (method !== "HEAD") return open(release);
+  release();
+  return streamHeadResponse(headers);
+}
+
+/** What the writer uses of the Node response @hono/node-server writes a Response to. */
 export type NodeResponse = Pick<ServerResponse, "headersSent" | "write" | "end" | "cork" | "uncork">;
 
 /** The Node response behind `context`: there is one when @hono/node-server serves it, none in-process. */
