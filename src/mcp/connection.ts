@@ -2,8 +2,11 @@
  * One configured MCP server: its connection (stdio in its own process group, or Streamable HTTP with
  * a fall back to SSE), its status (`connecting` → `ready`, or `down`), the tools it lists (refreshed on
  * `notifications/tools/list_changed`), and reconnection with capped exponential backoff whenever it
- * fails to start, its process exits or its connection drops. Every reconnection starts from a fresh
- * client and transport: no `Mcp-Session-Id` of a previous server instance is ever sent again.
+ * fails to start, its process exits or its connection drops — the backoff starts over only after the
+ * connection stayed up for the longest delay, so a server that fails soon after every start is retried
+ * ever more slowly. An error of a ready connection's transport (a refused or broken request or stream)
+ * is checked with a ping, and a server that does not answer it is down. Every reconnection starts from
+ * a fresh client and transport: no `Mcp-Session-Id` of a previous server instance is ever sent again.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -17,6 +20,8 @@ import {
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type Progress,
+  ErrorCode,
+  McpError,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
@@ -29,8 +34,15 @@ export type McpTransportKind = "stdio" | "http";
 export type BackoffSettings = { initialDelayMs: number; maxDelayMs: number };
 
 export const DEFAULT_BACKOFF: BackoffSettings = { initialDelayMs: 1_000, maxDelayMs: 30_000 };
-/** Bound on the handshake and tool listing (not on tool calls: reins' own limits bound those). */
+/**
+ * Bound on the handshake, and on the tool listing, all its pages together (not on tool calls: reins'
+ * own limits bound those).
+ */
 export const CONNECT_TIMEOUT_MS = 30_000;
+/** The most tools one server may list: a server listing more (or paging forever) fails to connect. */
+export const MAX_SERVER_TOOLS = 1_000;
+/** How long the ping that checks a connection after a transport error may take. */
+export const PING_TIMEOUT_MS = 10_000;
 /** Grace between SIGTERM and SIGKILL when a stdio server's group is stopped. */
 export const DEFAULT_KILL_GRACE_MS = 2_000;
 /**
@@ -67,6 +79,9 @@ export class McpConnection {
   private client: Client | undefined;
   private transport: Transport | undefined;
   private failures = 0;
+  /** When the connection last became ready (epoch ms); undefined while it is not. */
+  private readySince: number | undefined;
+  private pinging = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private attempts = 0;
@@ -134,6 +149,7 @@ export class McpConnection {
     });
     // set before the handshake: a server that exits during it fails the attempt the same way
     client.onclose = () => this.failed(client, closedDetail(this.transport));
+    client.onerror = (error) => this.check(client, errorText(error));
     try {
       await this.open(client);
       if (this.stopped) {
@@ -143,7 +159,7 @@ export class McpConnection {
       await this.listTools(client);
       this.status = "ready";
       this.lastError = null;
-      this.failures = 0;
+      this.readySince = Date.now();
       this.deps.logger.info({ mcpServer: this.name, tools: this.tools?.length }, "MCP server ready");
       this.deps.onToolsChanged(this);
     } catch (error) {
@@ -201,15 +217,27 @@ export class McpConnection {
     return sse;
   }
 
+  /** Lists every page of the server's tools, within CONNECT_TIMEOUT_MS and MAX_SERVER_TOOLS. */
   private async listTools(client: Client): Promise<void> {
+    const deadline = Date.now() + CONNECT_TIMEOUT_MS;
     const tools: Tool[] = [];
+    const cursors = new Set<string>();
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor }, {
-        timeout: CONNECT_TIMEOUT_MS,
-      });
+      const timeout = deadline - Date.now();
+      if (timeout <= 0) throw new Error(`listing the tools took longer than ${CONNECT_TIMEOUT_MS} ms`);
+      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout });
       tools.push(...page.tools);
+      if (tools.length > MAX_SERVER_TOOLS) {
+        throw new Error(`the server lists more than ${MAX_SERVER_TOOLS} tools`);
+      }
       cursor = page.nextCursor;
+      if (cursor !== undefined && cursors.has(cursor)) {
+        throw new Error(
+          `the server's tool list repeats a page (cursor ${JSON.stringify(cursor.slice(0, 40))})`,
+        );
+      }
+      if (cursor !== undefined) cursors.add(cursor);
     } while (cursor !== undefined);
     this.tools = tools;
   }
@@ -225,20 +253,43 @@ export class McpConnection {
   }
 
   /**
-   * The connection of `client` failed or dropped (process exit, closed stream, expired session);
-   * ignored for a client that is no longer this connection's.
+   * The transport of a ready `client` reported an error (a request or stream refused or broken): a
+   * server that no longer answers a ping is down; one that does lost only that request or stream.
+   */
+  private check(client: Client, detail: string): void {
+    if (client !== this.client || this.status !== "ready" || this.pinging) return;
+    this.pinging = true;
+    client
+      .ping({ timeout: PING_TIMEOUT_MS })
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          // an error answer is an answer: the server is there
+          if (error instanceof McpError && error.code !== ErrorCode.RequestTimeout) return;
+          this.failed(client, `${detail}; then a ping failed: ${errorText(error)}`);
+        },
+      )
+      .finally(() => (this.pinging = false));
+  }
+
+  /**
+   * The connection of `client` failed or dropped (process exit, closed stream, expired session, no
+   * answer to a ping); ignored for a client that is no longer this connection's.
    */
   private failed(client: Client, detail: string): void {
     if (client !== this.client || this.stopped) return;
     this.client = undefined;
     this.status = "down";
     this.lastError = detail;
-    this.deps.logger.warn({ mcpServer: this.name, error: detail }, "MCP server down");
-    void client.close().catch(() => undefined);
-    void this.transport?.close().catch(() => undefined);
     const { initialDelayMs, maxDelayMs } = this.deps.backoff;
+    // a connection that stayed up for the longest delay has recovered: its backoff starts over
+    if (this.readySince !== undefined && Date.now() - this.readySince >= maxDelayMs) this.failures = 0;
+    this.readySince = undefined;
     const delayMs = Math.min(maxDelayMs, initialDelayMs * 2 ** Math.min(this.failures, 30));
     this.failures++;
+    this.deps.logger.warn({ mcpServer: this.name, error: detail, retryInMs: delayMs }, "MCP server down");
+    void client.close().catch(() => undefined);
+    void this.transport?.close().catch(() => undefined);
     this.retryTimer = setTimeout(() => void this.connect(), delayMs);
     this.retryTimer.unref();
     this.deps.onToolsChanged(this);

@@ -148,7 +148,8 @@ export class McpServers {
         );
         continue;
       }
-      registry.register(mcpToolDefinition(connection, tool, name, this.observe));
+      const warn = (message: string) => logger.warn({ mcpServer: connection.name, tool: name }, message);
+      registry.register(mcpToolDefinition(connection, tool, name, this.observe, warn));
       this.owners.set(name, connection.name);
       mine.add(name);
     }

@@ -1,35 +1,40 @@
 /**
  * An MCP server's tool as a reins tool: the server's description and JSON Schema offered to the
- * model, any object accepted as input (the server validates its own), and a call that runs under
+ * model, input checked against that schema (input-schema.ts), and a call that runs under
  * reins' limits — MCP progress is its heartbeat, and an abort of the call (turn abort, per-tool
  * cancel, timeout) aborts the request, which makes the SDK send `notifications/cancelled` with a
  * fixed reason. `isError: true` is a tool error (permanent); transport failures are transient.
  */
 import type { CallToolResult, Progress, Tool } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
 import { PermanentToolError } from "../tools/resilience/tool-error.js";
 import type { ToolContext, ToolDefinition } from "../tools/types.js";
 import type { McpConnection } from "./connection.js";
 import { callFailure, MCP_CANCEL_REASON, McpUnavailableError } from "./errors.js";
+import { anyObject, mcpInputSchema } from "./input-schema.js";
 
 /** How a call ended, for metrics. */
 export type McpCallOutcome = "ok" | "tool_error" | "transport_error" | "unavailable" | "cancelled";
 export type McpCallObserver = (server: string, outcome: McpCallOutcome) => void;
 
-const anyObject = z.record(z.string(), z.unknown());
-
-/** The registry entry for `tool` of `connection`'s server, under `name`. */
+/**
+ * The registry entry for `tool` of `connection`'s server, under `name`; `warn` hears why its schema
+ * cannot be used, if so.
+ */
 export function mcpToolDefinition(
   connection: McpConnection,
   tool: Tool,
   name: string,
   observe: McpCallObserver,
+  warn: (message: string) => void,
 ): ToolDefinition<Record<string, unknown>> {
+  const jsonSchema = { ...tool.inputSchema, type: "object" };
   return {
     name,
     description: tool.description ?? tool.title ?? `Tool "${tool.name}" of MCP server "${connection.name}".`,
-    inputSchema: anyObject,
-    jsonSchema: { ...tool.inputSchema, type: "object" },
+    inputSchema: mcpInputSchema(jsonSchema, (reason) =>
+      warn(`the input schema of MCP tool "${name}" cannot be compiled (${reason}): any object is accepted`),
+    ),
+    jsonSchema,
     concurrency: "parallel",
     execute: (input, context) => callMcpTool(connection, tool.name, input, context, observe),
   };

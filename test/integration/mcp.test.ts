@@ -8,15 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  createMemoryHistoryStore,
-  createRuntime,
-  parseConfig,
-  type Runtime,
-  type TurnEvent,
-} from "../../src/index.js";
+import { createMemoryHistoryStore, createRuntime, parseConfig, type Runtime } from "../../src/index.js";
 import { MCP_CANCEL_REASON } from "../../src/mcp/index.js";
 import { eventually } from "../helpers/eventually.js";
+import { resultOf, runTurn } from "../helpers/runtime-turns.js";
 import { listProcesses } from "../helpers/processes.js";
 import { PROJECT_ROOT } from "../helpers/server.js";
 import { startHttpMcpServer, startSseOnlyMcpServer } from "../support/mcp-servers/http-server.js";
@@ -72,28 +67,6 @@ async function ready(runtime: Runtime, name = "t") {
     expect(server?.status).toBe("ready");
     return server!;
   }, READY_WAIT_MS);
-}
-
-async function runTurn(
-  runtime: Runtime,
-  message: string,
-  onEvent?: (event: TurnEvent, turnId: string) => void,
-) {
-  const events: TurnEvent[] = [];
-  const turn = runtime.manager.startTurn({ message });
-  const { replay } = runtime.manager.follow(turn, 0, (event) => {
-    events.push(event);
-    onEvent?.(event, turn.turnId);
-  });
-  events.unshift(...replay);
-  await turn.done;
-  return events;
-}
-
-function resultOf(events: TurnEvent[]) {
-  const result = events.find((event) => event.type === "tool_result");
-  if (!result || result.type !== "tool_result") throw new Error("no tool_result");
-  return result;
 }
 
 function cancellations(recordFile: string): { tool: string; reason: string }[] {
@@ -276,7 +249,7 @@ describe("MCP servers as tools", () => {
     cleanups.push(() => http.close());
     const { runtime } = build({}, { web: { url: http.url } });
     const server = await ready(runtime, "web");
-    expect(server).toMatchObject({ transport: "http", tools: ["web__echo"] });
+    expect(server).toMatchObject({ transport: "http", tools: ["web__echo", "web__hang"] });
     const events = await runTurn(runtime, '/tool web__echo {"text":"hi"}');
     expect(resultOf(events)).toMatchObject({ isError: false, result: "http: hi" });
     expect(await runtime.metrics.render()).toContain('reins_mcp_calls_total{server="web"} 1');
@@ -287,7 +260,7 @@ describe("MCP servers as tools", () => {
     cleanups.push(() => sse.close());
     const { runtime } = build({}, { old: { url: sse.url } });
     const server = await ready(runtime, "old");
-    expect(server).toMatchObject({ transport: "http", tools: ["old__echo"] });
+    expect(server).toMatchObject({ transport: "http", tools: ["old__echo", "old__hang"] });
     const events = await runTurn(runtime, '/tool old__echo {"text":"hi"}');
     expect(resultOf(events)).toMatchObject({ isError: false, result: "http: hi" });
     // one stream, no reconnection loop: the fallback is not mistaken for a lost connection

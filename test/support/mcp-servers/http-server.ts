@@ -1,6 +1,8 @@
 /**
  * A real Streamable HTTP MCP server (the SDK's McpServer, stateful sessions) on a loopback port, for
- * tests: `startHttpMcpServer()` resolves with its URL and a `close()`. One tool: `echo {text}`.
+ * tests: `startHttpMcpServer()` resolves with its URL, a `close()`, and a `kill()` that drops every
+ * connection and stops listening, as a server whose process died would. Its tools: `echo {text}`, and
+ * `hang {}`, which never answers.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
@@ -18,6 +20,7 @@ function newServer(): McpServer {
     { description: "Echoes text over HTTP.", inputSchema: { text: z.string() } },
     async ({ text }) => ({ content: [{ type: "text", text: `http: ${text}` }] }),
   );
+  server.registerTool("hang", { description: "Never answers." }, () => new Promise<never>(() => {}));
   return server;
 }
 
@@ -28,7 +31,11 @@ async function readJson(request: IncomingMessage): Promise<unknown> {
   return text ? JSON.parse(text) : undefined;
 }
 
-export async function startHttpMcpServer(): Promise<{ url: string; close(): Promise<void> }> {
+export async function startHttpMcpServer(): Promise<{
+  url: string;
+  close(): Promise<void>;
+  kill(): void;
+}> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const httpServer: Server = createServer((request, response) => {
     void (async () => {
@@ -66,6 +73,10 @@ export async function startHttpMcpServer(): Promise<{ url: string; close(): Prom
       for (const transport of transports.values()) await transport.close();
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+    kill: () => {
+      httpServer.close();
+      httpServer.closeAllConnections();
     },
   };
 }
