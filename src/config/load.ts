@@ -74,6 +74,10 @@ function isJsonObject(value: unknown): value is JsonObject {
 
 /** Validates a raw configuration object, applies defaults, then the clamp rules. */
 export function parseConfig(raw: unknown): { config: Config; warnings: string[] } {
+  const protoKey = protoKeyPath(raw);
+  if (protoKey !== undefined) {
+    throw new ConfigError(`Invalid configuration: ${protoKey}: "__proto__" cannot be a key`);
+  }
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((issue) => {
@@ -83,7 +87,10 @@ export function parseConfig(raw: unknown): { config: Config; warnings: string[] 
         const bound = binding.path.join(".");
         return key === bound || key.startsWith(`${bound}.`);
       })?.variable;
-      return `${key}${variable ? ` (${variable})` : ""}: ${issue.message}`;
+      // a record's bad key: zod's own message is only "Invalid key in record"; the key's rule says why
+      const message =
+        issue.code === "invalid_key" ? issue.issues.map((inner) => inner.message).join("; ") : issue.message;
+      return `${key}${variable ? ` (${variable})` : ""}: ${message}`;
     });
     throw new ConfigError(`Invalid configuration: ${issues.join("; ")}`, { issues });
   }
@@ -144,6 +151,21 @@ function checkExposure(config: Config): void {
   if (new Set(principals).size !== principals.length) {
     throw new ConfigError("auth.tokens (AUTH_TOKENS): a principal is listed twice");
   }
+}
+
+/**
+ * Where `value` has an own `__proto__` key (JSON.parse makes one), if anywhere: a record's parse would
+ * drop it silently — an agent, a server or an override of that name would vanish without a word.
+ */
+function protoKeyPath(value: unknown, path = ""): string | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (key === "__proto__") return childPath;
+    const found = protoKeyPath(child, childPath);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** `variable` is the variable that named the file, for the message. */

@@ -96,7 +96,8 @@ export const mcpServerSchema = z.union([
 ]);
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** At most 32 characters: a tool's name, `<server>__<tool>` cut to 64, keeps 30 for the tool's own. */
+export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 
 export const configSchema = z.strictObject({
   server: z
@@ -243,7 +244,7 @@ export const configSchema = z.strictObject({
   defaultAgent: z.string().regex(AGENT_ID_PATTERN).optional(),
   /** MCP servers whose tools are offered as `<server>__<tool>`. */
   mcpServers: z
-    .record(z.string().regex(MCP_SERVER_NAME_PATTERN, "a server name: [A-Za-z0-9_-]{1,64}"), mcpServerSchema)
+    .record(z.string().regex(MCP_SERVER_NAME_PATTERN, "a server name: [A-Za-z0-9_-]{1,32}"), mcpServerSchema)
     .default({}),
   stream: z
     .strictObject({

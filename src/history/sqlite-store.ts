@@ -303,8 +303,8 @@ export class SqliteHistoryStore implements HistoryStore {
     this.runningTurns.set(turn.id, turn.sessionId);
     this.traceSeqs.set(turn.id, 0);
     this.append(session, turn.id, [{ kind: "text", role: "user", text: turn.userMessage }]);
-    if (session.record.title === null) {
-      const title = automaticTitle(turn.userMessage);
+    const title = session.record.title === null ? automaticTitle(turn.userMessage) : null;
+    if (title !== null) {
       session.record.title = title;
       this.queue.push({ kind: "title", id: turn.sessionId, title });
     }
@@ -649,11 +649,12 @@ function openDatabase(filename: string): { db: Database; lock: ProcessLock | und
  * `AUTOMATIC_TITLE_CHARS` characters (code points, so a character is never split in half), each lone
  * UTF-16 surrogate replaced by U+FFFD. The message may hold one (it is stored as JSON, which escapes it),
  * but the title goes to a TEXT column as UTF-8, which cannot: it would read back as three U+FFFD, unlike
- * the title the session holds in memory.
+ * the title the session holds in memory. None for a message of white space only: the session keeps no
+ * title until a message says something (a title set by hand is never blank either).
  */
-export function automaticTitle(message: string): string {
+export function automaticTitle(message: string): string | null {
   const characters = Array.from(message.toWellFormed().replace(/\s+/g, " ").trim());
-  return characters.slice(0, AUTOMATIC_TITLE_CHARS).join("");
+  return characters.length === 0 ? null : characters.slice(0, AUTOMATIC_TITLE_CHARS).join("");
 }
 
 /** An in-memory store for programs that run turns in-process: the same SQLite code, no file. */

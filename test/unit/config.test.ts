@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig, parseConfig } from "../../src/config/load.js";
 import { CONFIG_FILE_VARIABLE, ENV_BINDINGS, type EnvBinding } from "../../src/config/env.js";
 import { ConfigError } from "../../src/errors.js";
 
@@ -334,6 +334,40 @@ describe("unknown keys in the file are rejected, naming the key", () => {
     writeJson("config/default.json", file);
     const error = configErrorOf(() => loadConfig({}, directory));
     for (const name of names) expect(error.message).toContain(name);
+  });
+});
+
+describe("a key that would vanish silently is refused, naming where it is", () => {
+  // JSON.parse makes "__proto__" an own key; a record's parse would drop it, and the agent, server or
+  // override it names would be gone without a word (an agent's approval rules with it)
+  it.each([
+    [
+      "an agent",
+      '{"agents":{"__proto__":{"tools":["echo"],"approval":{"echo":"always"}}}}',
+      "agents.__proto__",
+    ],
+    ["a server", '{"mcpServers":{"__proto__":{"command":"node"}}}', "mcpServers.__proto__"],
+    ["an override", '{"tools":{"overrides":{"__proto__":{"timeoutMs":5}}}}', "tools.overrides.__proto__"],
+    [
+      "a server's variable",
+      '{"mcpServers":{"m":{"command":"node","env":{"__proto__":"x"}}}}',
+      "mcpServers.m.env.__proto__",
+    ],
+  ])("%s named __proto__", (_label, text, where) => {
+    writeFileSync(join(directory, "config.json"), text);
+    const error = configErrorOf(() => loadConfig({ CONFIG_FILE: "config.json" }, directory));
+    expect(error.message).toBe(`Invalid configuration: ${where}: "__proto__" cannot be a key`);
+  });
+});
+
+describe("an MCP server's name leaves room for its tools' names", () => {
+  it("is at most 32 characters", () => {
+    const server = { command: "node" };
+    expect(parseConfig({ mcpServers: { ["s".repeat(32)]: server } }).config.mcpServers).toHaveProperty(
+      "s".repeat(32),
+    );
+    const error = configErrorOf(() => parseConfig({ mcpServers: { ["s".repeat(33)]: server } }));
+    expect(error.message).toContain(`mcpServers.${"s".repeat(33)}: a server name: [A-Za-z0-9_-]{1,32}`);
   });
 });
 

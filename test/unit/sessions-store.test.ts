@@ -130,6 +130,17 @@ describe("titles", () => {
     expect(open().getSession("ses_1")?.title).toBe(expected);
   });
 
+  it("takes none from a message of white space only, and the first that says something", () => {
+    const store = open();
+    store.createSession("ses_1", "default", null);
+    runTurn(store, "ses_1", "turn_1", " \n\t ");
+    expect(store.getSession("ses_1")?.title).toBeNull();
+    runTurn(store, "ses_1", "turn_2", "  second  try ");
+    expect(store.getSession("ses_1")?.title).toBe("second try");
+    store.close();
+    expect(open().getSession("ses_1")?.title).toBe("second try");
+  });
+
   it("never splits a character and folds line breaks into spaces", () => {
     const store = open();
     store.createSession("ses_1", "default", null);
