@@ -32,6 +32,7 @@ const STATUS_BY_CODE: Record<string, HttpError["status"]> = {
   unknown_provider: 400,
   agent_not_found: 400,
   agent_mismatch: 409,
+  blank_message: 400,
   shutting_down: 503,
 };
 

@@ -33,7 +33,11 @@ export const modelSchema = wellFormed(z.string().min(1).max(128));
 
 export const startTurnBodySchema = z
   .strictObject({
-    message: z.string().min(1, "must not be empty").max(MAX_MESSAGE_CHARS),
+    message: z
+      .string()
+      .min(1, "must not be empty")
+      .max(MAX_MESSAGE_CHARS)
+      .regex(/\S/, "must not be only white space"),
     sessionId: idSchema.optional(),
     agentId: idSchema.optional(),
     provider: z.string().min(1).max(64).optional(),

@@ -1,7 +1,7 @@
 /**
  * Why a turn cannot start: errors with stable codes that the HTTP layer maps to 404 / 409 / 400 / 503
- * (an unknown session, a busy one, an unknown provider or agent, a session of another agent, a server
- * shutting down).
+ * (an unknown session, a busy one, an unknown provider or agent, a session of another agent, a message
+ * of white space only, a server shutting down).
  */
 import { ReinsError } from "../errors.js";
 
@@ -39,6 +39,15 @@ export class AgentMismatchError extends ReinsError {
         "Start a new session for another agent.",
       { data: { sessionId, agentId: sessionAgentId, requestedAgentId } },
     );
+  }
+}
+/**
+ * A user message with nothing in it: no provider takes a blank text, so the renderer would leave it out,
+ * and the turns before and after it would join into one assistant message (a transcript providers refuse).
+ */
+export class BlankMessageError extends ReinsError {
+  constructor() {
+    super("blank_message", "The message must not be empty or only white space.");
   }
 }
 export class ShuttingDownError extends ReinsError {

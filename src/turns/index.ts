@@ -1,4 +1,10 @@
-export { SessionBusyError, SessionNotFoundError, UnknownProviderError } from "./errors.js";
+export {
+  BlankMessageError,
+  SessionBusyError,
+  SessionNotFoundError,
+  ShuttingDownError,
+  UnknownProviderError,
+} from "./errors.js";
 export { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";
 export {
   TurnManager,

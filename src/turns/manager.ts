@@ -24,6 +24,7 @@ import { ApprovalRegistry, type ApprovalDecision, type DecideOutcome } from "./a
 import { AgentRegistry, type ResolvedAgent } from "../agents/agent-registry.js";
 import {
   AgentMismatchError,
+  BlankMessageError,
   SessionBusyError,
   SessionNotFoundError,
   ShuttingDownError,
@@ -148,6 +149,7 @@ export class TurnManager {
   /** Starts a turn and returns it once `turn_start` is queued; the loop runs on in the background. */
   startTurn(request: StartTurnRequest, parent?: TurnRun): TurnRun {
     if (this.shuttingDown) throw new ShuttingDownError();
+    if (!/\S/.test(request.message)) throw new BlankMessageError();
     const { store, settings } = this.deps;
     let session = request.sessionId === undefined ? undefined : store.getSession(request.sessionId);
     if (request.sessionId !== undefined && !session && !request.createSession) {

@@ -80,6 +80,13 @@ const cases: Case[] = [
     mentions: "body.message",
   },
   {
+    name: "message of white space only",
+    ...startTurn({ message: " \n\t " }),
+    status: 400,
+    code: "invalid_request",
+    mentions: "must not be only white space",
+  },
+  {
     name: "message of the wrong type",
     ...startTurn({ message: 42 }),
     status: 400,

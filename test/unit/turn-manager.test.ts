@@ -24,6 +24,7 @@ import type { ToolDefinition } from "../../src/tools/types.js";
 import type { TurnRun } from "../../src/turns/turn-run.js";
 import { ToolCallingLoop, type LoopSnapshot } from "../../src/turns/loop.js";
 import {
+  BlankMessageError,
   SessionBusyError,
   SessionNotFoundError,
   ShuttingDownError,
@@ -126,6 +127,25 @@ describe("TurnManager: shutdown", () => {
     expect(() => runtime.manager.startTurn({ message: "hi" })).toThrow(ShuttingDownError);
     expect(() => runtime.manager.startTurn({ message: "hi" }, running)).toThrow(ShuttingDownError);
     expect(runtime.store.listTurns().map((turn) => turn.id)).toEqual([running.turnId]);
+  });
+});
+
+describe("TurnManager: a blank message", () => {
+  // the renderer leaves a blank user text out: the turns around it would join into one assistant message
+  it("starts no turn, for a library caller and for a delegated turn alike", async () => {
+    const runtime = makeRuntime();
+    expect(() => runtime.manager.startTurn({ message: " \n " })).toThrow(BlankMessageError);
+    const turn = runtime.manager.startTurn({
+      message: '/tool delegate {"agentId":"default","message":"  "}',
+    });
+    const { events } = watch(runtime, turn);
+    await turn.done;
+    const result = events.find((event) => event.type === "tool_result");
+    expect(result).toMatchObject({
+      isError: true,
+      result: expect.stringContaining("message: must not be only white space"),
+    });
+    expect(runtime.store.listTurns()).toHaveLength(1);
   });
 });
 

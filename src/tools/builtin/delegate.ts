@@ -9,7 +9,7 @@ import type { ToolDefinition } from "../types.js";
 
 const input = z.strictObject({
   agentId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "letters, digits, '_' and '-' (at most 64)"),
-  message: z.string().min(1),
+  message: z.string().regex(/\S/, "must not be only white space"),
 });
 
 export const delegateTool: ToolDefinition<z.infer<typeof input>> = {
