@@ -300,7 +300,11 @@ export class ToolCallingLoop {
     return warnings;
   }
 
-  /** After the turn's deadline: one inference without tools, to answer with what the model has. */
+  /**
+   * After the turn's deadline: one inference with tool choice `none`, to answer with what the model
+   * has. Its tools are still offered: a history holding tool calls is refused by a provider when the
+   * request defines no tools (Anthropic), so tool choice alone keeps the model from calling one.
+   */
   private async finalAnswer(turn: LoopTurn): Promise<LoopStopReason> {
     if (turn.aborted) return "aborted";
     const inference = await this.infer(turn, turn.signal, "none");
@@ -377,7 +381,7 @@ export class ToolCallingLoop {
       sessionId: turn.sessionId,
       model: turn.model,
       history: this.options.store.getHistory(turn.sessionId),
-      tools: toolChoice === "none" ? [] : this.offeredTools(turn),
+      tools: this.offeredTools(turn),
       toolChoice,
       ...(turn.agent?.instructions ? { system: turn.agent.instructions } : {}),
     };

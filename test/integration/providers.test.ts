@@ -3,8 +3,9 @@
  * fake provider servers that reject any request breaking docs/providers.md with the provider's real error.
  * Scenarios: a five-call batch aborted after two results then continued on another provider; a crash
  * mid-batch, restart, continue; the four profiles in turn on one session; a 429 then success; a 400
- * surfaced to the client; an abort that aborts the provider's HTTP request; Anthropic's thinking —
- * several signed blocks and a redacted one in one response — passed back as it came.
+ * surfaced to the client; the final answer at a turn's deadline on Anthropic, tools in the history;
+ * an abort that aborts the provider's HTTP request; Anthropic's thinking — several signed blocks and a
+ * redacted one in one response — passed back as it came.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -65,6 +66,7 @@ describe("providers through the official SDKs", () => {
         fake.requests.filter((request) => request.rejection !== null).map((request) => request.rejection),
       ).toEqual([]);
       fake.requests.length = 0;
+      fake.respond = undefined;
     }
   });
   afterAll(async () => {
@@ -288,6 +290,47 @@ describe("providers through the official SDKs", () => {
       ]);
     },
   );
+
+  it("answers at the turn's deadline on Anthropic in a session with a tool call: the same tools offered, tool choice none", async () => {
+    // the session's tool call is made on a server without a short deadline, so none can cut it short
+    const first = await start();
+    fakes.anthropic.enqueue(
+      { kind: "tools", calls: [{ name: "echo", input: { text: "kept" } }] },
+      { kind: "text", text: "Echoed." },
+    );
+    const before = await turn(first, { message: "echo it", provider: "anthropic" });
+    expect(before.events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "end_turn" });
+    await first.stop();
+
+    // the same session on a server whose turns end after 200 ms: the model stalls past that, and
+    // answers the final inference (which comes first when the deadline passes before the first one)
+    const second = await startServer({
+      env: { ...providerEnv(fakes), TURN_TIMEOUT_MS: "200" },
+      dataDir: first.dataDir,
+    });
+    servers.push(second);
+    fakes.anthropic.respond = (body) =>
+      (body.tool_choice as { type?: string } | undefined)?.type === "none"
+        ? { kind: "text", text: "Out of time: echo said kept." }
+        : { kind: "stall" };
+    const { events } = await turn(second, {
+      message: "and now?",
+      sessionId: sessionIdOf(before.stream),
+      provider: "anthropic",
+    });
+    expect(events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "timeout" });
+    expect(
+      ofType(events, "text_delta")
+        .map((event) => event.text)
+        .join(""),
+    ).toBe("Out of time: echo said kept.");
+    const final = fakes.anthropic.accepted.at(-1)?.body as {
+      tools?: { name: string }[];
+      tool_choice?: unknown;
+    };
+    expect(final.tool_choice).toEqual({ type: "none" });
+    expect(final.tools?.map((tool) => tool.name)).toContain("echo");
+  });
 
   it("renders a session's transcript with the model its next turn uses: its agent's, or the one asked for", async () => {
     const directory = mkdtempSync(join(tmpdir(), "reins-transcript-model-"));

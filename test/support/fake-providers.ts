@@ -6,7 +6,8 @@
  * provider's real status and error body if it breaks a rule; otherwise the next queued reply is
  * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), Anthropic
  * thinking (signed blocks and redacted ones, each a block of its own), an HTTP error, or a stream that
- * stalls until the client goes away.
+ * stalls until the client goes away. An Anthropic request whose messages hold `tool_use` or
+ * `tool_result` blocks must define `tools`.
  *
  * Token usage is reported as each real API does: Anthropic in `message_start` (input) and
  * `message_delta` (output, cumulative); OpenAI only when asked with `stream_options.include_usage`, in a
@@ -48,6 +49,11 @@ export class FakeProvider {
   readonly requests: RecordedRequest[] = [];
   /** Streams the client abandoned before they ended. */
   abandoned = 0;
+  /**
+   * While set, chooses each reply by the request, ahead of the queue: for requests whose order a test
+   * cannot know (after a turn's deadline, the final inference may come first on a slow machine).
+   */
+  respond: ((body: Record<string, unknown>) => FakeReply) | undefined;
   private readonly replies: FakeReply[] = [];
   /**
    * What this fake's thinking was, as Anthropic checks it: each signature with the text and model it
@@ -124,6 +130,7 @@ export class FakeProvider {
       acceptRedacted: (data) =>
         this.issued.redacted.has(data) && this.issued.redacted.get(data) === body.model,
       issuedThinking: (toolUseId) => this.issued.thinkingByCall.get(toolUseId),
+      definesTools: Array.isArray(body.tools) && body.tools.length > 0,
     });
     const streamOptionsRejection =
       this.profile === "openai" && body.stream_options !== undefined && body.stream !== true
@@ -152,7 +159,7 @@ export class FakeProvider {
         .end(JSON.stringify(rejection.body));
       return;
     }
-    const reply = this.replies.shift() ?? { kind: "text", text: "ok" };
+    const reply = this.respond?.(body) ?? this.replies.shift() ?? { kind: "text", text: "ok" };
     if (reply.kind === "error") {
       response
         .writeHead(reply.status, { "content-type": "application/json" })

@@ -63,6 +63,11 @@ export type AnthropicCheckOptions = {
    * exactly these, in order (default: not checked).
    */
   issuedThinking?: (toolUseId: string) => readonly Json[] | undefined;
+  /**
+   * Whether the request defines `tools` (a non-empty list): one that does not may hold no `tool_use`
+   * or `tool_result` block (default: not checked — the renderer's tests check messages alone).
+   */
+  definesTools?: boolean;
 };
 
 const THINKING_TYPES = new Set(["thinking", "redacted_thinking"]);
@@ -71,6 +76,10 @@ export function checkAnthropicMessages(
   messages: readonly unknown[],
   options: AnthropicCheckOptions = {},
 ): ProviderRejection | null {
+  if (options.definesTools === false && messages.some(holdsToolBlocks)) {
+    // known
+    return anthropicError("Requests which include `tool_use` or `tool_result` blocks must define tools.");
+  }
   const acceptSignature = options.acceptSignature ?? ((signature: string) => signature.length > 0);
   const acceptRedacted = options.acceptRedacted ?? ((data: string) => data.length > 0);
   const latestAssistant = messages.findLastIndex(
@@ -251,6 +260,15 @@ export function checkAnthropicMessages(
     previousToolUseIds = currentToolUseIds;
   }
   return checkAnthropicThinking(messages, options.thinking === true);
+}
+
+function holdsToolBlocks(message: unknown): boolean {
+  return (
+    isObject(message) &&
+    asArray(message.content).some(
+      (block) => isObject(block) && (block.type === "tool_use" || block.type === "tool_result"),
+    )
+  );
 }
 
 /**

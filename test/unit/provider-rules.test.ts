@@ -103,6 +103,12 @@ describe("Anthropic rules", () => {
       anthropicUser(toolResult("toolu_1")),
     ];
     expect(checkAnthropicMessages(withoutThinking)).toBeNull();
+    expect(checkAnthropicMessages(withoutThinking, { definesTools: true })).toBeNull();
+  });
+
+  it("accepts a request that defines no tools when its messages hold no tool_use or tool_result", () => {
+    const messages = [anthropicUser(text("go")), anthropicAssistant(text("hi")), anthropicUser(text("more"))];
+    expect(checkAnthropicMessages(messages, { definesTools: false })).toBeNull();
   });
 
   it("answers with HTTP 400 and Anthropic's error body", () => {
@@ -290,6 +296,16 @@ describe("Anthropic rules", () => {
       { thinking: true, acceptRedacted: (data) => data === "ENCRYPTED-DATA" },
     ],
     ...latestThinkingCases(),
+    [
+      "tools: tool_use and tool_result blocks in a request that defines no tools",
+      [
+        anthropicUser(text("go")),
+        anthropicAssistant(toolUse("toolu_1")),
+        anthropicUser(toolResult("toolu_1")),
+      ],
+      "Requests which include `tool_use` or `tool_result` blocks must define tools.",
+      { definesTools: false },
+    ],
   ])("rule %s", (_rule, messages, message, options) => {
     const rejection = checkAnthropicMessages(messages, options);
     expect(rejection?.status).toBe(400);

@@ -177,7 +177,8 @@ describe("an engine's requests", () => {
           sessionId: SESSION,
           model,
           history: blocks,
-          tools: [],
+          // the tool the history's calls used: Anthropic refuses tool blocks in a request without tools
+          tools: [{ name: "read_file", description: "Reads a file.", inputSchema: { type: "object" } }],
           ...OPTIONS,
         };
         for await (const _event of engine.stream(request, new AbortController().signal)) {
