@@ -5,7 +5,8 @@
  * failures are retried — and traced — by the loop like any other. Aborting the turn's signal aborts the
  * HTTP request. Token usage: `message_start` reports the input, `message_delta` the output so far (and
  * sometimes the input again); the last values are reported once, just before the stop, so a usage
- * report never counts as output that would stop a retry.
+ * report never counts as output that would stop a retry. A stream that ends without `message_stop`
+ * fails like a dropped connection.
  */
 import Anthropic, { APIError, APIUserAbortError } from "@anthropic-ai/sdk";
 import type {
@@ -15,7 +16,7 @@ import type {
 import type { Logger } from "pino";
 import { TranscriptCache } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
-import { logProviderFailure, toProviderError } from "./provider-error.js";
+import { IncompleteStreamError, logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
 
 export type AnthropicEngineOptions = {
@@ -80,6 +81,7 @@ export class AnthropicEngine implements ModelEngine {
     const tools = new Map<number, { id: string; name: string; json: string }>();
     let stopReason: ModelStopReason = "end_turn";
     let usage: { inputTokens: number; outputTokens: number } | undefined;
+    let ended = false;
     try {
       const events = await this.client.messages.create(body, { signal });
       for await (const event of events as AsyncIterable<RawMessageStreamEvent>) {
@@ -128,10 +130,16 @@ export class AnthropicEngine implements ModelEngine {
               outputTokens: event.usage.output_tokens,
             };
             break;
+          case "message_stop":
+            ended = true;
+            break;
           default:
             break;
         }
       }
+      // a body that ends early ends the SDK's iteration without an error: the answer, and any call
+      // still waiting for its content_block_stop, is cut
+      if (!ended) throw new IncompleteStreamError("message_stop");
     } catch (error) {
       if (signal.aborted || error instanceof APIUserAbortError) throw error;
       const failure = toProviderError("anthropic", error, (candidate) => candidate instanceof APIError);

@@ -7,7 +7,8 @@
  * retries and traces); aborting the turn's signal aborts the request. Token usage: OpenAI sends it in
  * a last chunk (no choices) when asked with `stream_options.include_usage`; Mistral sends it unasked
  * on its last chunk and Kimi inside the last choice, so only the `openai` profile asks (the others do
- * not document the option). It is reported once, just before the stop.
+ * not document the option). It is reported once, just before the stop. A stream that ends without a
+ * choice's `finish_reason` fails like a dropped connection; its calls are never emitted.
  */
 import OpenAI, { APIError, APIUserAbortError } from "openai";
 import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
@@ -15,7 +16,7 @@ import type { CompletionUsage } from "openai/resources/completions";
 import type { Logger } from "pino";
 import { TranscriptCache } from "../history/render/index.js";
 import type { ModelEngine, ModelEvent, ModelRequest, ModelStopReason } from "./engine.js";
-import { logProviderFailure, toProviderError } from "./provider-error.js";
+import { IncompleteStreamError, logProviderFailure, toProviderError } from "./provider-error.js";
 import { parseToolArguments } from "./tool-arguments.js";
 
 export type OpenAIProfileName = "openai" | "kimi" | "mistral";
@@ -111,6 +112,7 @@ export class OpenAICompatibleEngine implements ModelEngine {
     const calls = new Map<number, PendingCall>();
     let stopReason: ModelStopReason = "end_turn";
     let usage: { inputTokens: number; outputTokens: number } | undefined;
+    let finished = false;
     try {
       const chunks = await this.client.chat.completions.create(body, { signal });
       for await (const chunk of chunks) {
@@ -129,8 +131,14 @@ export class OpenAICompatibleEngine implements ModelEngine {
           if (fragment.function?.arguments) call.arguments += fragment.function.arguments;
           calls.set(fragment.index, call);
         }
-        if (choice.finish_reason) stopReason = mapFinishReason(choice.finish_reason);
+        if (choice.finish_reason) {
+          stopReason = mapFinishReason(choice.finish_reason);
+          finished = true;
+        }
       }
+      // a body that ends early (no finish_reason, no [DONE]) ends the SDK's iteration without an
+      // error: the answer is cut, and a call's arguments may be half a JSON text
+      if (!finished) throw new IncompleteStreamError("choice with a finish_reason");
     } catch (error) {
       if (signal.aborted || error instanceof APIUserAbortError) throw error;
       const failure = toProviderError(this.provider, error, (candidate) => candidate instanceof APIError);

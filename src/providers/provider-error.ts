@@ -34,6 +34,18 @@ export class ProviderError extends ModelError {
   }
 }
 
+/**
+ * A stream that ended cleanly before its end marker (Anthropic's `message_stop`, an OpenAI-compatible
+ * choice's `finish_reason`): the SDKs end their iteration without an error, so the engine raises this,
+ * and it becomes a ProviderError without status, as a dropped connection does.
+ */
+export class IncompleteStreamError extends Error {
+  constructor(endMarker: string) {
+    super(`the stream ended before its end (no ${endMarker})`);
+    this.name = new.target.name;
+  }
+}
+
 /** The message inside a provider's error body (Anthropic, OpenAI and Mistral shapes), else a fallback. */
 export function providerMessageOf(body: unknown, fallback: string): string {
   if (typeof body !== "object" || body === null) return fallback;

@@ -4,8 +4,9 @@
  * Scenarios: a five-call batch aborted after two results then continued on another provider; a crash
  * mid-batch, restart, continue; the four profiles in turn on one session; a 429 then success; a 400
  * surfaced to the client; the final answer at a turn's deadline on Anthropic, tools in the history;
- * an abort that aborts the provider's HTTP request; Anthropic's thinking — several signed blocks and a
- * redacted one in one response — passed back as it came.
+ * streams that end cleanly before their end, an error and never a tool run; an abort that aborts the
+ * provider's HTTP request; Anthropic's thinking — several signed blocks and a redacted one in one
+ * response — passed back as it came.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +14,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
 import type { HistoryBlock } from "../../src/history/model.js";
-import { FakeProvider } from "../support/fake-providers.js";
+import { FakeProvider, type FakeReply } from "../support/fake-providers.js";
 import { eventually } from "../helpers/eventually.js";
 import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
 import { SseStream, sessionIdOf, turnIdOf } from "../helpers/sse.js";
@@ -331,6 +332,67 @@ describe("providers through the official SDKs", () => {
     expect(final.tool_choice).toEqual({ type: "none" });
     expect(final.tools?.map((tool) => tool.name)).toContain("echo");
   });
+
+  // The SDKs end their iteration without an error when the body ends early: the engines must notice
+  it.each<[string, "anthropic" | "openai", FakeReply, string]>([
+    [
+      "Anthropic's, mid text",
+      "anthropic",
+      { kind: "text", text: "Half of an answer", cutAt: "text" },
+      "message_stop",
+    ],
+    [
+      "Anthropic's, mid a call's arguments",
+      "anthropic",
+      {
+        kind: "tools",
+        text: "Let me echo.",
+        calls: [{ name: "echo", input: { text: "never run" } }],
+        cutAt: "arguments",
+      },
+      "message_stop",
+    ],
+    [
+      "OpenAI's, mid text",
+      "openai",
+      { kind: "text", text: "Half of an answer", cutAt: "text" },
+      "choice with a finish_reason",
+    ],
+    [
+      "OpenAI's, mid a call's arguments",
+      "openai",
+      {
+        kind: "tools",
+        text: "Let me echo.",
+        calls: [{ name: "echo", input: { text: "never run" } }],
+        cutAt: "arguments",
+      },
+      "choice with a finish_reason",
+    ],
+  ])(
+    "ends the turn with model_error when a stream ends cleanly before its end (%s): no tool runs, no answer is stored",
+    async (_case, provider, reply, endMarker) => {
+      const server = await start();
+      fakes[provider].enqueue(reply);
+      const { stream, events } = await turn(server, { message: "go", provider });
+      expect(events.at(-1)).toMatchObject({ type: "turn_abort", reason: "error" });
+      expect(ofType(events, "error")).toEqual([
+        expect.objectContaining({
+          code: "model_error",
+          message: `${provider} request failed: the stream ended before its end (no ${endMarker})`,
+        }),
+      ]);
+      expect(ofType(events, "tool_start")).toEqual([]);
+      expect(ofType(events, "tool_result")).toEqual([]);
+      // output had reached the client, so the request was not retried
+      expect(ofType(events, "text_delta").length).toBeGreaterThan(0);
+      expect(fakes[provider].requests).toHaveLength(1);
+      const blocks = await history(server, sessionIdOf(stream));
+      expect(
+        blocks.map((block) => (block.kind === "text" ? `${block.role}: ${block.text}` : block.kind)),
+      ).toEqual(["user: go"]);
+    },
+  );
 
   it("renders a session's transcript with the model its next turn uses: its agent's, or the one asked for", async () => {
     const directory = mkdtempSync(join(tmpdir(), "reins-transcript-model-"));

@@ -5,9 +5,9 @@
  * profiles. Every request is checked against docs/providers.md (provider-rules.ts) and rejected with the
  * provider's real status and error body if it breaks a rule; otherwise the next queued reply is
  * streamed: text, tool calls (ids in the provider's own format — Kimi's reused every turn), Anthropic
- * thinking (signed blocks and redacted ones, each a block of its own), an HTTP error, or a stream that
- * stalls until the client goes away. An Anthropic request whose messages hold `tool_use` or
- * `tool_result` blocks must define `tools`.
+ * thinking (signed blocks and redacted ones, each a block of its own), an HTTP error, a stream that
+ * stalls until the client goes away, or one that ends cleanly before its end (`cutAt`). An Anthropic
+ * request whose messages hold `tool_use` or `tool_result` blocks must define `tools`.
  *
  * Token usage is reported as each real API does: Anthropic in `message_start` (input) and
  * `message_delta` (output, cumulative); OpenAI only when asked with `stream_options.include_usage`, in a
@@ -28,8 +28,14 @@ export type FakeThinking = { text: string; signature: string } | { redacted: str
 /** Token counts a reply reports (as the provider would have counted them). */
 export type FakeUsage = { input: number; output: number };
 
+/**
+ * Where a reply's stream ends cleanly before its end (no `message_stop`; no `finish_reason` and no
+ * `[DONE]`): after the text's first word, or after the first half of the first call's arguments.
+ */
+export type FakeCut = "text" | "arguments";
+
 export type FakeReply =
-  | { kind: "text"; text: string; usage?: FakeUsage }
+  | { kind: "text"; text: string; usage?: FakeUsage; cutAt?: FakeCut }
   | {
       kind: "tools";
       calls: FakeToolCall[];
@@ -39,6 +45,7 @@ export type FakeReply =
       /** Kimi's `reasoning_content`, streamed in two deltas before the text and calls. */
       reasoning?: string;
       usage?: FakeUsage;
+      cutAt?: FakeCut;
     }
   | { kind: "error"; status: number; message: string }
   | { kind: "stall" };
@@ -258,6 +265,10 @@ export class FakeProvider {
           index,
           delta: { type: "text_delta", text: word },
         });
+        if (reply.cutAt === "text") {
+          response.end();
+          return;
+        }
       }
       send("content_block_stop", { type: "content_block_stop", index });
       index++;
@@ -279,6 +290,10 @@ export class FakeProvider {
           index,
           delta: { type: "input_json_delta", partial_json: part },
         });
+        if (reply.cutAt === "arguments") {
+          response.end();
+          return;
+        }
       }
       send("content_block_stop", { type: "content_block_stop", index });
       index++;
@@ -333,18 +348,31 @@ export class FakeProvider {
       if (part !== "") chunk({ reasoning_content: part });
     }
     const text = reply.kind === "text" ? reply.text : reply.text;
-    for (const word of text?.match(/\S+\s*/g) ?? []) chunk({ content: word });
+    for (const word of text?.match(/\S+\s*/g) ?? []) {
+      chunk({ content: word });
+      if (reply.cutAt === "text") {
+        response.end();
+        return;
+      }
+    }
     const calls = reply.kind === "tools" ? reply.calls : [];
     for (const [position, call] of calls.entries()) {
       const callId = this.callId(call.name, position);
       const json = JSON.stringify(call.input);
+      const middle = Math.floor(json.length / 2);
       if (this.profile === "mistral") {
-        // Mistral sends each call whole in one delta
+        // Mistral sends each call whole in one delta (cut: only the first half of its arguments)
+        const cut = reply.cutAt === "arguments";
+        const sent = cut ? json.slice(0, middle) : json;
         chunk({
           tool_calls: [
-            { index: position, id: callId, type: "function", function: { name: call.name, arguments: json } },
+            { index: position, id: callId, type: "function", function: { name: call.name, arguments: sent } },
           ],
         });
+        if (cut) {
+          response.end();
+          return;
+        }
         continue;
       }
       chunk({
@@ -352,9 +380,12 @@ export class FakeProvider {
           { index: position, id: callId, type: "function", function: { name: call.name, arguments: "" } },
         ],
       });
-      const middle = Math.floor(json.length / 2);
       for (const part of [json.slice(0, middle), json.slice(middle)]) {
         chunk({ tool_calls: [{ index: position, function: { arguments: part } }] });
+        if (reply.cutAt === "arguments") {
+          response.end();
+          return;
+        }
       }
     }
     chunk({}, calls.length > 0 ? "tool_calls" : "stop");
