@@ -232,7 +232,7 @@ export function prepareStatements(db: Database): Statements {
       `SELECT payload FROM turn_events WHERE turn_id = @turnId AND last_seq > @afterSeq
          AND seq >= COALESCE((SELECT seq FROM turn_events WHERE turn_id = @turnId AND seq <= @afterSeq
                               ORDER BY seq DESC LIMIT 1), 0)
-       ORDER BY seq`,
+       ORDER BY seq LIMIT @limit`,
     ),
     // the last run's end (by the key: an alias named seq would order by last_seq, and sort the turn)
     selectLastSeq: prepare(

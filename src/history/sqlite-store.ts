@@ -358,10 +358,12 @@ export class SqliteHistoryStore implements HistoryStore {
     void this.queue.flush();
   }
 
-  listEvents(turnId: string, afterSeq = 0): TurnEvent[] {
+  listEvents(turnId: string, afterSeq = 0, maxRuns?: number): TurnEvent[] {
     this.flush();
+    // SQLite's LIMIT -1: no limit
+    const limit = maxRuns ?? -1;
     return eventsOfRuns<TurnEvent>(
-      this.statements.selectEvents.all({ turnId, afterSeq }) as { payload: string }[],
+      this.statements.selectEvents.all({ turnId, afterSeq, limit }) as { payload: string }[],
       afterSeq,
     );
   }

@@ -100,7 +100,12 @@ export interface HistoryStore {
   afterCommit(callback: () => void): void;
   /** Commits what is queued now instead of at the end of the tick (a turn's end does this). */
   flush(): void;
-  listEvents(turnId: string, afterSeq?: number): TurnEvent[];
+  /**
+   * The turn's events after `afterSeq`; with `maxRuns`, a page: those of at most `maxRuns` of the runs
+   * the log is stored in (a run is the events of one commit) — read on after its last event until a
+   * page is empty.
+   */
+  listEvents(turnId: string, afterSeq?: number, maxRuns?: number): TurnEvent[];
   lastEventSeq(turnId: string): number;
   /** Appends one decision to the turn's trace (it may be written in a later batch; reads see it). */
   appendTrace(turnId: string, decision: Decision): void;

@@ -3,7 +3,12 @@
  * EventSource waits before reconnecting) and whose events are written as `id`, `event`, `data`
  * lines, with a `ping` after every `pingIntervalMs` of silence (re-armed on each write, so an active
  * stream sends none). `onClose` runs once, whether we end the stream, the client goes away, or
- * `open` throws (then no stream is returned).
+ * `open` throws (then no stream is returned) — served by Node, once the response is over: what was
+ * written has left for the client or the connection is gone, so a stream holds its place in the
+ * principal's limit for as long as it holds the server's memory.
+ *
+ * A writer that can wait (a replay of the log) waits until the client has taken what it was sent
+ * (`backlogged`, `drained`), so a client that does not read makes the server hold no more than that.
  *
  * Served by @hono/node-server, the frames skip the Response's body stream once the response's head is
  * out: they are written straight to the Node response, so an event leaves with the tick that sent it
@@ -38,6 +43,10 @@ export type SseWriter = {
   write(frame: string): void;
   close(): void;
   readonly closed: boolean;
+  /** True while the client has not taken what was written: a writer that can wait should (`drained`). */
+  readonly backlogged: boolean;
+  /** Settles once the client has taken what was written, or the stream is closed. */
+  drained(): Promise<void>;
 };
 
 export type SseOptions = {
@@ -79,7 +88,10 @@ export function streamOrHead(
 }
 
 /** What the writer uses of the Node response @hono/node-server writes a Response to. */
-export type NodeResponse = Pick<ServerResponse, "headersSent" | "write" | "end" | "cork" | "uncork">;
+export type NodeResponse = Pick<
+  ServerResponse,
+  "headersSent" | "write" | "end" | "cork" | "uncork" | "writableNeedDrain" | "once" | "off"
+>;
 
 /** The Node response behind `context`: there is one when @hono/node-server serves it, none in-process. */
 export function nodeResponseOf(context: Context): NodeResponse | undefined {
@@ -119,13 +131,30 @@ export function sseResponse(options: SseOptions): Response {
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** Set once the Node response's head is out: from then on frames are written to it directly. */
   let direct: NodeResponse | undefined;
-  if (options.nodeResponse) corkUntilTurnEnds(options.nodeResponse);
+  /** Writers waiting for the server to read the body stream again (before `direct`). */
+  const waitingForRead: (() => void)[] = [];
+  const { nodeResponse } = options;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    options.onClose();
+  };
+  if (nodeResponse) {
+    corkUntilTurnEnds(nodeResponse);
+    nodeResponse.once("close", release);
+  }
 
+  const wakeReaders = () => {
+    for (const wake of waitingForRead.splice(0)) wake();
+  };
   const end = () => {
     if (closed) return;
     closed = true;
     clearTimeout(pingTimer);
-    options.onClose();
+    wakeReaders();
+    // served by Node, the place is given back when the response is over (its "close")
+    if (!nodeResponse) release();
   };
   const write = (text: string) => {
     if (closed) return;
@@ -133,6 +162,21 @@ export function sseResponse(options: SseOptions): Response {
     else if (controllerRef) controllerRef.enqueue(encoder.encode(text));
     else return;
     armPing();
+  };
+  const drained = (): Promise<void> => {
+    if (closed) return Promise.resolve();
+    const response = direct;
+    if (response === undefined) return new Promise((resolve) => waitingForRead.push(resolve));
+    if (!response.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        response.off("drain", done);
+        response.off("close", done);
+        resolve();
+      };
+      response.once("drain", done);
+      response.once("close", done);
+    });
   };
   const ping = options.format?.ping ?? (() => formatPing(now()));
   const armPing = () => {
@@ -152,6 +196,12 @@ export function sseResponse(options: SseOptions): Response {
     get closed() {
       return closed;
     },
+    get backlogged() {
+      if (closed) return false;
+      if (direct) return direct.writableNeedDrain;
+      return (controllerRef?.desiredSize ?? 0) < 0;
+    },
+    drained,
   };
 
   const body = new ReadableStream<Uint8Array>(
@@ -173,7 +223,8 @@ export function sseResponse(options: SseOptions): Response {
        * to the Node response. Once that response's head is out, later frames go to it directly.
        */
       pull() {
-        if (options.nodeResponse?.headersSent) direct = options.nodeResponse;
+        if (nodeResponse?.headersSent) direct = nodeResponse;
+        wakeReaders();
       },
       cancel() {
         end();

@@ -1,8 +1,8 @@
 /**
  * Open SSE streams per principal (docs/semantics.md#isolation-and-limits, `MAX_STREAMS_PER_PRINCIPAL`). A
  * stream takes a lease when its response starts and gives it back when the stream ends, however it ends (the
- * turn ended, the client went away); the unauthenticated principal (`null`, auth off) is one principal like
- * any other.
+ * turn ended and what was sent has left the server — sse.ts — or the client went away); the unauthenticated
+ * principal (`null`, auth off) is one principal like any other.
  */
 
 /** Gives a stream's place back; calling it again does nothing. */

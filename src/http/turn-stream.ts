@@ -1,16 +1,21 @@
 /**
  * Streams a turn's events over SSE: the persisted events after `afterSeq`, then the live tail until the
- * terminal event. A turn that has already ended is replayed from its event log and the stream closes.
+ * terminal event. A turn that has already ended is replayed from its event log, a page at a time and
+ * only as fast as the client takes it (a log of many megabytes neither holds the event loop in one
+ * piece nor waits in memory for a client that does not read), and the stream closes.
  * The caller's `onClose` (the stream's place in the per-principal limit) runs exactly once: when the
  * stream ends however it ends, or at once when no stream is opened. `hasEverything` tells a client
  * that already holds the whole of an ended turn, so it can be answered 204
  * (docs/events.md#replay-and-reconnection: a browser's EventSource stops reconnecting on a 204).
  */
-import { isTerminalEvent } from "../events.js";
+import { isTerminalEvent, type TurnEvent } from "../events.js";
 import type { HistoryStore } from "../history/store.js";
 import type { TurnManager } from "../turns/manager.js";
 import { HttpError } from "./http-error.js";
-import { sseResponse, type NodeResponse } from "./sse.js";
+import { sseResponse, type NodeResponse, type SseWriter } from "./sse.js";
+
+/** Stored runs (one commit's events each) read at a time when an ended turn is replayed. */
+export const REPLAY_PAGE_RUNS = 64;
 
 export type TurnStreamDeps = { manager: TurnManager; store: HistoryStore; pingIntervalMs: number };
 
@@ -52,8 +57,10 @@ export function streamTurnEvents(
     },
     open: (writer) => {
       if (!active || active.finished) {
-        for (const event of deps.store.listEvents(turnId, afterSeq)) writer.send(event);
-        writer.close();
+        // the first page is read now: a store that cannot be read fails the request (500), as before
+        const firstPage = deps.store.listEvents(turnId, afterSeq, REPLAY_PAGE_RUNS);
+        // a later page that cannot be read ends the stream: the client reconnects from its last event
+        replayEnded(deps.store, turnId, firstPage, writer).catch(() => writer.close());
         return;
       }
       const followed = deps.manager.follow(active, afterSeq, (event) => {
@@ -68,4 +75,25 @@ export function streamTurnEvents(
       if (followed.replay.some(isTerminalEvent)) writer.close();
     },
   });
+}
+
+/**
+ * Sends an ended turn's events from `firstPage` on, a page at a time, each event once the client has
+ * room, then closes the stream.
+ */
+async function replayEnded(
+  store: HistoryStore,
+  turnId: string,
+  firstPage: TurnEvent[],
+  writer: SseWriter,
+): Promise<void> {
+  for (let page = firstPage; page.length > 0;) {
+    for (const event of page) {
+      if (writer.backlogged) await writer.drained();
+      if (writer.closed) return;
+      writer.send(event);
+    }
+    page = store.listEvents(turnId, page.at(-1)!.seq, REPLAY_PAGE_RUNS);
+  }
+  writer.close();
 }

@@ -202,11 +202,26 @@ describe("runs", () => {
         `after ${afterSeq}`,
       ).toEqual(expected);
     }
+    // pages of at most two runs, each read on after the last event of the one before
+    for (let afterSeq = 0; afterSeq <= 9; afterSeq++) {
+      const pages: number[][] = [];
+      for (let after = afterSeq; ;) {
+        const page = store.listEvents("turn_1", after, 2).map((event) => event.seq);
+        if (page.length === 0) break;
+        pages.push(page);
+        after = page.at(-1)!;
+      }
+      expect(pages.flat(), `paged after ${afterSeq}`).toEqual(
+        Array.from({ length: 9 - afterSeq }, (_, index) => afterSeq + 1 + index),
+      );
+      expect(pages.every((page) => page.length <= 6)).toBe(true);
+    }
+    expect(store.listEvents("turn_1", 0, 1).map((event) => event.seq)).toEqual([1, 2, 3]);
     expect(store.lastEventSeq("turn_1")).toBe(9);
     // neither read visits the turn's earlier runs or sorts them, however long the turn
     const plan = (source: string, parameters: unknown) => queryPlan(store.db, source, parameters);
     const statements = prepareStatements(store.db);
-    expect(plan(statements.selectEvents.source, { turnId: "turn_1", afterSeq: 5 })).toMatch(
+    expect(plan(statements.selectEvents.source, { turnId: "turn_1", afterSeq: 5, limit: -1 })).toMatch(
       /^SEARCH turn_events USING INDEX turn_events_by_seq \(turn_id=\? AND seq>\?\)/,
     );
     expect(plan(statements.selectLastSeq.source, ["turn_1"])).toBe(

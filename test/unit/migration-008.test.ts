@@ -285,7 +285,7 @@ describe("migration 008 on a populated schema-version-7 database", () => {
     expect(plan(statements.selectHistory.source, ["ses_a"])).toBe(
       "SEARCH history_blocks USING INDEX history_by_position (session_id=?)",
     );
-    expect(plan(statements.selectEvents.source, { turnId: "turn_a1", afterSeq: 2 })).toMatch(
+    expect(plan(statements.selectEvents.source, { turnId: "turn_a1", afterSeq: 2, limit: -1 })).toMatch(
       /^SEARCH turn_events USING INDEX turn_events_by_seq \(turn_id=\? AND seq>\?\)/,
     );
     expect(plan(statements.selectLastSeq.source, ["turn_a1"])).toBe(

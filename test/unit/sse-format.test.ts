@@ -2,10 +2,12 @@
  * The SSE writer (docs/events.md, docs/events.md#replay-and-reconnection): exact frame bytes, the `retry:`
  * field that opens every stream, keep-alive pings after silence (fake timers), headers, a close callback
  * that runs exactly once however the stream ends, and, served by Node, frames written straight to the
- * response, the head leaving with the first events.
+ * response, the head leaving with the first events, the close callback held until the response is over,
+ * and a writer told when its client lags.
  */
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
+import { EventEmitter } from "node:events";
 import type { AddressInfo, Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
@@ -194,13 +196,16 @@ describe("sseResponse", () => {
 
 /**
  * A Node response as @hono/node-server hands it over: what is written to it directly, whether it ended,
- * and how far it is corked.
+ * how far it is corked, and whether its client lags (`state.lagging`, set by the test). It emits "close"
+ * when it ends (its client had everything) unless `closeOnEnd` is false.
  */
-function fakeNodeResponse(headersSent: boolean) {
+function fakeNodeResponse(headersSent: boolean, closeOnEnd = true) {
   const written: string[] = [];
   let ends = 0;
   let corks = 0;
-  const response = {
+  const emitter = new EventEmitter();
+  const state = { lagging: false };
+  const response = Object.assign(emitter, {
     headersSent,
     cork: () => {
       corks++;
@@ -214,10 +219,20 @@ function fakeNodeResponse(headersSent: boolean) {
     },
     end: () => {
       ends++;
+      if (closeOnEnd) emitter.emit("close");
       return response;
     },
+  });
+  // read when asked (Object.assign would copy a getter's value once)
+  Object.defineProperty(response, "writableNeedDrain", { get: () => state.lagging });
+  return {
+    response: response as unknown as NodeResponse,
+    emitter,
+    state,
+    written,
+    ends: () => ends,
+    corks: () => corks,
   };
-  return { response: response as unknown as NodeResponse, written, ends: () => ends, corks: () => corks };
 }
 
 describe("sseResponse served by Node", () => {
@@ -274,11 +289,48 @@ describe("sseResponse served by Node", () => {
     const { writer, reader, closes, chunks } = openStream(node.response);
     await vi.waitFor(() => expect(chunks).toEqual([RETRY_FIELD]));
     writer.send(textDelta(1, "a"));
+    node.emitter.emit("close");
     await reader.cancel();
     expect(closes()).toBe(1);
     expect(writer.closed).toBe(true);
     writer.send(textDelta(2, "late"));
     expect(node.written).toEqual([formatEvent(textDelta(1, "a"))]);
+  });
+});
+
+describe("sseResponse served by Node, with a client that lags", () => {
+  it("holds onClose (the stream's place) until the response is over, not until its end was written", async () => {
+    const node = fakeNodeResponse(true, false);
+    const { writer, chunks, closes } = openStream(node.response);
+    await vi.waitFor(() => expect(chunks).toEqual([RETRY_FIELD]));
+    writer.send(textDelta(1, "a"));
+    writer.close();
+    expect(node.ends()).toBe(1);
+    expect(closes()).toBe(0);
+    node.emitter.emit("close");
+    expect(closes()).toBe(1);
+  });
+
+  it("tells a writer that its client lags, and when it has caught up", async () => {
+    const node = fakeNodeResponse(true);
+    const { writer, chunks } = openStream(node.response);
+    // the server has read the body stream with the head out: frames now go to the response
+    writer.send(textDelta(1, "a"));
+    await vi.waitFor(() => expect(chunks).toEqual([RETRY_FIELD, formatEvent(textDelta(1, "a"))]));
+    expect(writer.backlogged).toBe(false);
+    node.state.lagging = true;
+    expect(writer.backlogged).toBe(true);
+    let caughtUp = false;
+    const drained = writer.drained().then(() => (caughtUp = true));
+    await Promise.resolve();
+    expect(caughtUp).toBe(false);
+    node.state.lagging = false;
+    node.emitter.emit("drain");
+    await drained;
+    // the wait leaves no listener behind (a replay waits once per page)
+    expect(node.emitter.listenerCount("drain")).toBe(0);
+    expect(node.emitter.listenerCount("close")).toBe(1);
+    writer.close();
   });
 });
 
