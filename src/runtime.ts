@@ -9,6 +9,7 @@ import { AgentRegistry } from "./agents/agent-registry.js";
 import { unmatchedToolPatterns } from "./agents/config-checks.js";
 import type { Config } from "./config/schema.js";
 import { approvalPolicy } from "./agents/approval-policy.js";
+import { DATABASE_FILE, fixDataDir } from "./data-dir.js";
 import { SqliteHistoryStore } from "./history/sqlite-store.js";
 import type { HistoryStore } from "./history/store.js";
 import { McpServers } from "./mcp/index.js";
@@ -26,14 +27,14 @@ import { timeOrderedIds } from "./ids.js";
 import { ToolRunner } from "./tools/runner.js";
 import { ToolScheduler } from "./tools/scheduler.js";
 import { EXEC_PROCESS_RECORD_FILE, ProcessGroups, ProcessRecord, systemTools } from "./tools/system/index.js";
-import { normalizeAllowedRoots } from "./tools/system/paths.js";
+import { normalizeAllowedRoots, realPathOrAsIs } from "./tools/system/paths.js";
 import type { ToolDefinition } from "./tools/types.js";
 import { ToolCallingLoop } from "./turns/loop.js";
 import type { ToolResultObservers } from "./turns/tool-results.js";
 import { DEFAULT_RETRY_POLICY } from "./tools/resilience/retry-policy.js";
 import { TurnManager } from "./turns/manager.js";
 
-export const DATABASE_FILE = "reins.db";
+export { DATABASE_FILE } from "./data-dir.js";
 
 export type RuntimeOptions = {
   logger?: Logger;
@@ -118,19 +119,26 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
   // the deadlines of every call; the default store's commit slices fire those due between them
   // (DeadlineTimers.fireOverdue), which a burst of slices would otherwise hold up
   const deadlines = new DeadlineTimers();
+  const { system } = config.tools;
+  const { roots: allowedRoots, dropped: nestedRoots } = normalizeAllowedRoots(system.allowedRoots);
+  if (nestedRoots.length > 0) {
+    logger.warn({ dropped: nestedRoots }, "allowed roots inside another allowed root are ignored");
+  }
+  // fixed now, as the roots are: the database is opened, and hidden from commands, at this real path
+  const dataDir =
+    options.store === undefined ? fixDataDir(config.dataDir, allowedRoots) : realPathOrAsIs(config.dataDir);
   const store =
     options.store ??
-    new SqliteHistoryStore(join(config.dataDir, DATABASE_FILE), {
+    new SqliteHistoryStore(join(dataDir, DATABASE_FILE), {
       now,
       onWriteError: (error, detail) => logger.error({ err: error, detail }, "could not persist history"),
       beforeCommitSlice: () => deadlines.fireOverdue(),
       cachedCharacters: config.limits.historyCacheMb * 1024 * 1024,
     });
-  const { system } = config.tools;
   // the crash records of exec's and MCP's process groups live beside the database, in the data
   // directory this runtime owns (its store holds the directory's lock); a runtime given a store of
   // its own keeps none, and so never kills what a server on the same directory recorded
-  const recordsDir = options.store === undefined ? config.dataDir : undefined;
+  const recordsDir = options.store === undefined ? dataDir : undefined;
   const processGroups = new ProcessGroups(
     recordsDir === undefined ? undefined : new ProcessRecord(recordsDir, EXEC_PROCESS_RECORD_FILE),
   );
@@ -146,7 +154,7 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
       maxOutputBytes: system.maxOutputBytes,
       execIsolation: system.execIsolation,
       // a command must not see the database, even when DATA_DIR lies inside an allowed root
-      privatePaths: [resolve(config.dataDir)],
+      privatePaths: [dataDir],
       processGroups,
       webFetchAllow: system.webFetchAllow,
     }),
@@ -233,10 +241,6 @@ export function createRuntime(config: Config, options: RuntimeOptions = {}): Run
     defaultModelOf: (provider) => engines.get(provider)?.defaultModel,
   });
   for (const warning of unmatchedToolPatterns(config, registry.names())) logger.warn(warning);
-  const { roots: allowedRoots, dropped: nestedRoots } = normalizeAllowedRoots(system.allowedRoots);
-  if (nestedRoots.length > 0) {
-    logger.warn({ dropped: nestedRoots }, "allowed roots inside another allowed root are ignored");
-  }
   const manager = new TurnManager({
     store,
     loop,

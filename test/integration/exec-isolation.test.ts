@@ -19,6 +19,7 @@ import {
   readFileSync,
   realpathSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -284,6 +285,57 @@ describe("exec without the sandbox and the server killed", () => {
     await eventually(() =>
       expect(second.logs().join("\n")).toContain("killed exec processes left by a previous run"),
     );
+  });
+});
+
+describe("a DATA_DIR a command could redirect before the next start", () => {
+  it("is refused when its path runs through a symbolic link inside the root, naming the link and the real path", async () => {
+    // the configuration helper 74's attack needed: a command repoints `link` at a directory of its own,
+    // and the next start opened the database there
+    const real = mkdtempSync(join(base, "real-data-"));
+    const link = join(root, `data-link-${RUN}`);
+    symlinkSync(real, link);
+    const { code, stderr } = await runServerToExit({ ...serverEnvironment(), DATA_DIR: link });
+    expect(code).toBe(1);
+    expect(stderr).toContain(
+      `DATA_DIR (${link}) is reached through the symbolic link ${link}, inside an allowed root`,
+    );
+    expect(stderr).toContain(`Set DATA_DIR to its real path, ${real}.`);
+  });
+
+  it("is refused when a command has left a hard link to its database file", async () => {
+    const server = await startServerWithDataInRoot(`data-first-${RUN}`);
+    servers.push(server);
+    // mallory prepares a data directory whose database has a second name outside it
+    const prepared = await execResult(
+      server,
+      MALLORY_TOKEN,
+      `mkdir prepared-${RUN} && : > prepared-${RUN}/reins.db && ln prepared-${RUN}/reins.db stolen-${RUN}.db && echo done`,
+    );
+    expect(prepared?.result).toContain("done");
+    const { code, stderr } = await runServerToExit({
+      ...serverEnvironment(),
+      DATA_DIR: join(root, `prepared-${RUN}`),
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain(
+      `DATA_DIR: ${join(root, `prepared-${RUN}`, "reins.db")} is one of 2 hard links to one file`,
+    );
+  });
+
+  it("is used at its real path when a link to it lies outside every root", async () => {
+    const real = join(root, `linked-data-${RUN}`);
+    mkdirSync(real);
+    const link = join(base, `outside-link-${RUN}`);
+    symlinkSync(real, link);
+    const server = await startServer({ dataDir: link, env: serverEnvironment() });
+    servers.push(server);
+    const stream = await start(server, ALICE_TOKEN, `remember ${ALICE_NOTE}`);
+    await stream.untilEnd();
+    expect(readdirSync(real)).toContain("reins.db");
+    const output = await execResult(server, MALLORY_TOKEN, `ls -A linked-data-${RUN} | wc -l`);
+    // the database's directory shows empty to a command
+    expect(output?.result).toMatch(/^0$/m);
   });
 });
 
