@@ -4,10 +4,11 @@
  * `notifications/tools/list_changed`), and reconnection with capped exponential backoff whenever it
  * fails to start, its process exits or its connection drops — the backoff starts over only after the
  * connection stayed up for the longest delay, so a server that fails soon after every start is retried
- * ever more slowly. An error of a ready connection's transport (a refused or broken request or stream)
- * is checked with a ping, and a server that does not answer it is down. Every reconnection starts from
+ * ever more slowly. An error of a ready HTTP connection's transport (a refused or broken request or
+ * stream) is checked with a ping, and a server that does not answer it is down. Every reconnection starts from
  * a fresh client and transport: no `Mcp-Session-Id` of a previous server instance is ever sent again.
  */
+import { createHash } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import {
@@ -39,8 +40,10 @@ export const DEFAULT_BACKOFF: BackoffSettings = { initialDelayMs: 1_000, maxDela
  * own limits bound those).
  */
 export const CONNECT_TIMEOUT_MS = 30_000;
-/** The most tools one server may list: a server listing more (or paging forever) fails to connect. */
+/** The most tools one server may list: a server listing more fails to connect. */
 export const MAX_SERVER_TOOLS = 1_000;
+/** The most pages of a tool list (empty pages count): a server paging on fails to connect. */
+export const MAX_TOOL_PAGES = 1_000;
 /** How long the ping that checks a connection after a transport error may take. */
 export const PING_TIMEOUT_MS = 10_000;
 /** Grace between SIGTERM and SIGKILL when a stdio server's group is stopped. */
@@ -149,7 +152,9 @@ export class McpConnection {
     });
     // set before the handshake: a server that exits during it fails the attempt the same way
     client.onclose = () => this.failed(client, closedDetail(this.transport));
-    client.onerror = (error) => this.check(client, errorText(error));
+    // over HTTP only: a stdio server's loss is its process's exit, and a busy one may not answer a ping
+    // for a while (the errors it reports are of its output, not of the connection)
+    if (!("command" in this.config)) client.onerror = (error) => this.check(client, errorText(error));
     try {
       await this.open(client);
       if (this.stopped) {
@@ -221,23 +226,29 @@ export class McpConnection {
   private async listTools(client: Client): Promise<void> {
     const deadline = Date.now() + CONNECT_TIMEOUT_MS;
     const tools: Tool[] = [];
+    // digests, not the cursors: a server may send cursors of any size
     const cursors = new Set<string>();
     let cursor: string | undefined;
     do {
       const timeout = deadline - Date.now();
       if (timeout <= 0) throw new Error(`listing the tools took longer than ${CONNECT_TIMEOUT_MS} ms`);
+      if (cursors.size >= MAX_TOOL_PAGES) {
+        throw new Error(`the server's tool list has more than ${MAX_TOOL_PAGES} pages`);
+      }
       const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout });
       tools.push(...page.tools);
       if (tools.length > MAX_SERVER_TOOLS) {
         throw new Error(`the server lists more than ${MAX_SERVER_TOOLS} tools`);
       }
       cursor = page.nextCursor;
-      if (cursor !== undefined && cursors.has(cursor)) {
+      if (cursor === undefined) break;
+      const digest = createHash("sha256").update(cursor).digest("base64");
+      if (cursors.has(digest)) {
         throw new Error(
           `the server's tool list repeats a page (cursor ${JSON.stringify(cursor.slice(0, 40))})`,
         );
       }
-      if (cursor !== undefined) cursors.add(cursor);
+      cursors.add(digest);
     } while (cursor !== undefined);
     this.tools = tools;
   }

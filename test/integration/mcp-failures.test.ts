@@ -2,8 +2,8 @@
  * MCP servers that misbehave (docs/semantics.md#mcp-servers), in-process against real servers: stdio
  * children (test/support/mcp-servers/misbehaving-server.ts and test-server.ts) and a Streamable HTTP
  * server on a loopback port. A tool list that never ends, a server that fails soon after every start,
- * an HTTP server that dies under a running call, a result that is not a tool result, and an input that
- * does not match the tool's schema.
+ * an HTTP server that dies under a running call, a busy stdio server that must not be taken for a dead
+ * one, a result that is not a tool result, and an input that does not match the tool's schema.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -126,6 +126,18 @@ describe("MCP servers that misbehave", () => {
     });
     const again = await runTurn(runtime, '/tool web__echo {"text":"anyone?"}');
     expect(resultOf(again).result).toMatch(/^\[UNAVAILABLE\] MCP server "web" is not available/);
+  }, 60_000);
+
+  it("a stdio server that prints a stray line and is busy past the ping timeout keeps its call", async () => {
+    // helper 78: the ping after a transport error took a healthy single-threaded server down mid-call
+    const runtime = build(
+      { b: stdio(MISBEHAVING, "busy") },
+      { tools: { overrides: { b__busy: { timeoutMs: 60_000, idleTimeoutMs: 60_000 } } } },
+    );
+    await eventually(() => expect(statusOf(runtime, "b")?.status).toBe("ready"), READY_WAIT_MS);
+    const events = await runTurn(runtime, "/tool b__busy {}");
+    expect(resultOf(events)).toMatchObject({ isError: false, result: "done" });
+    expect(statusOf(runtime, "b")).toMatchObject({ status: "ready", restarts: 0 });
   }, 60_000);
 
   it("a result that is not a tool result is a permanent error: the tool is called once", async () => {

@@ -4,6 +4,8 @@
  * - `same-cursor`: every `tools/list` page says there is a next one, under the same cursor;
  * - `endless-pages`: pages of 300 tools, each with a new cursor, without end;
  * - `exit-after-ready`: exits 300 ms after the client's `initialized` (it has listed its tools by then);
+ * - `busy`: one tool, `busy {}`, that prints a line that is not JSON-RPC and then holds its only thread
+ *   for 12 s (longer than reins' 10 s ping timeout) before answering "done";
  * - `malformed`: one tool, `bad {}`, whose result is not a tool result (`content` is a string). The SDK's
  *   server classes refuse to send that, so this mode speaks JSON-RPC over the SDK's stdio transport
  *   itself. Every call it receives is appended as a line to the file named by MCP_RECORD_FILE.
@@ -44,6 +46,16 @@ function exitAfterReady(): McpServer {
   return server;
 }
 
+function busy(): McpServer {
+  const server = new McpServer({ name: "busy", version: "1.0.0" });
+  server.registerTool("busy", { description: "Works for 12 s, answering nothing meanwhile." }, async () => {
+    process.stdout.write("debug: starting the work\n");
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 12_000);
+    return { content: [{ type: "text", text: "done" }] };
+  });
+  return server;
+}
+
 async function malformed(): Promise<void> {
   const transport = new StdioServerTransport();
   const reply = (id: string | number, result: unknown) =>
@@ -75,5 +87,6 @@ if (mode === "same-cursor") await pagingServer(() => "again").connect(new StdioS
 else if (mode === "endless-pages") {
   await pagingServer((page) => `page-${page + 1}`).connect(new StdioServerTransport());
 } else if (mode === "exit-after-ready") await exitAfterReady().connect(new StdioServerTransport());
+else if (mode === "busy") await busy().connect(new StdioServerTransport());
 else if (mode === "malformed") await malformed();
 else throw new Error(`unknown mode: ${String(mode)}`);
