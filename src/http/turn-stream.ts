@@ -79,7 +79,9 @@ export function streamTurnEvents(
 
 /**
  * Sends an ended turn's events from `firstPage` on, a page at a time, each event once the client has
- * room, then closes the stream.
+ * room, then closes the stream. Between pages the event loop runs what waits (other requests, timers):
+ * a client that reads as fast as the server writes never makes the replay wait, and ten of them would
+ * otherwise hold every other request until their logs were through.
  */
 async function replayEnded(
   store: HistoryStore,
@@ -93,6 +95,8 @@ async function replayEnded(
       if (writer.closed) return;
       writer.send(event);
     }
+    await new Promise((resolve) => setImmediate(resolve));
+    if (writer.closed) return;
     page = store.listEvents(turnId, page.at(-1)!.seq, REPLAY_PAGE_RUNS);
   }
   writer.close();

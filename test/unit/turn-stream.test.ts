@@ -2,7 +2,8 @@
  * An ended turn's replay when its log cannot be read (docs/events.md#replay-and-reconnection): the first
  * page is read while the request is answered, so the route fails (500) and gives its place back; a later
  * page that fails ends the stream, and the client reconnects from its last event. Neither leaves a stream
- * open with nothing coming, nor a promise rejected with nobody to hear it.
+ * open with nothing coming, nor a promise rejected with nobody to hear it. And a replay read as fast as
+ * it is written lets the event loop run between its pages.
  */
 import { describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../src/events.js";
@@ -11,8 +12,8 @@ import { REPLAY_PAGE_RUNS, streamTurnEvents, type TurnStreamDeps } from "../../s
 const event = (seq: number): TurnEvent =>
   ({ type: "text_delta", text: `${seq}`, turnId: "turn_1", seq, at: seq }) as TurnEvent;
 
-/** An ended turn whose log gives `pages` and then fails. */
-function endedTurn(pages: TurnEvent[][]): TurnStreamDeps {
+/** An ended turn whose log gives `pages` and then fails; `onRead` hears each page being read. */
+function endedTurn(pages: TurnEvent[][], onRead: () => void = () => {}): TurnStreamDeps {
   const remaining = [...pages];
   return {
     manager: { get: () => undefined },
@@ -20,6 +21,7 @@ function endedTurn(pages: TurnEvent[][]): TurnStreamDeps {
       getTurn: () => ({ id: "turn_1" }),
       listEvents: (_turnId: string, _afterSeq: number, maxRuns?: number) => {
         expect(maxRuns).toBe(REPLAY_PAGE_RUNS);
+        onRead();
         const page = remaining.shift();
         if (!page) throw new Error("SQLITE_CORRUPT: database disk image is malformed");
         return page;
@@ -51,5 +53,19 @@ describe("a replay whose log cannot be read", () => {
     } finally {
       process.off("unhandledRejection", onRejection);
     }
+  });
+
+  it("lets the event loop run between the pages of a replay its client reads as fast as it is written", async () => {
+    const order: string[] = [];
+    const pages = [[event(1)], [event(2)], [event(3)], []];
+    const response = streamTurnEvents(
+      endedTurn(pages, () => order.push("page")),
+      "turn_1",
+      0,
+      () => {},
+    );
+    setImmediate(() => order.push("other work"));
+    expect(await response.text()).toContain("id: 3");
+    expect(order.slice(0, 3)).toEqual(["page", "other work", "page"]);
   });
 });
