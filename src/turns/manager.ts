@@ -324,9 +324,13 @@ export class TurnManager {
     return run !== undefined && !run.finished && this.steps.continue(turnId, pauseId);
   }
 
-  /** The session's step-mode switch: applies to its running turn at once (off releases every wait). */
+  /**
+   * The session's step-mode switch: applies to its running turn at once (off releases every wait), and
+   * is committed before this returns, as a rename is.
+   */
   setSessionStepMode(sessionId: string, enabled: boolean): void {
     this.deps.store.setSessionStepMode(sessionId, enabled);
+    this.deps.store.flush();
     for (const run of this.turns.values()) {
       if (run.sessionId === sessionId) run.stepMode = enabled;
     }
@@ -398,16 +402,22 @@ export class TurnManager {
     return this.agents.get(run.agentId)?.limits.turnTimeoutMs ?? this.deps.settings.turnTimeoutMs;
   }
 
-  /** Creates an empty session owned by `principal` (POST /api/sessions); its agent defaults as a turn's. */
+  /**
+   * Creates an empty session owned by `principal` (POST /api/sessions); its agent defaults as a turn's.
+   * It is committed before this returns: the client is told the session exists only once a crash
+   * cannot take it back (a turn's own new session commits with its `turn_start`, before that is sent).
+   */
   createSession(principal: string | null, agentId?: string, title?: string) {
     const { store } = this.deps;
-    return store.createSession(
+    const session = store.createSession(
       this.deps.generateId("ses"),
       // an unknown agent is refused (400 agent_not_found), as on a turn
       this.agents.resolve(agentId).id,
       principal,
       title,
     );
+    store.flush();
+    return session;
   }
 
   /** Whether a turn of the session is running now (a running session cannot be deleted). */

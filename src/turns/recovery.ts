@@ -10,12 +10,16 @@ import { TurnEventBus } from "./event-bus.js";
 export function recoverInterruptedTurns(store: HistoryStore, now: () => number = Date.now): string[] {
   const recovered: string[] = [];
   for (const turn of store.listTurns({ status: "running" })) {
+    // Read before the end is queued: a read commits what is queued, and the turn's end must commit with
+    // its closing events, in one batch. A crash between the two would leave a turn that is no longer
+    // running, so never recovered again, with a log that never ends.
+    const lastSeq = store.lastEventSeq(turn.id);
     const closed = store.endTurn(turn.id, { status: "interrupted", abortReason: "interrupted" }, (call) => ({
       status: "interrupted",
       result: interruptedResult(call.name),
       isError: true,
     }));
-    const bus = new TurnEventBus(turn.id, store, now, store.lastEventSeq(turn.id));
+    const bus = new TurnEventBus(turn.id, store, now, lastSeq);
     for (const response of closed) {
       bus.emit({
         type: "tool_result",

@@ -4,9 +4,11 @@
  * synthetic results, the active-turn registry, the snapshot hook, MAX_STEPS, disconnect handling (fake timers
  * for the grace period) and crash recovery.
  */
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -32,6 +34,7 @@ import {
 } from "../../src/turns/errors.js";
 import { TurnManager } from "../../src/turns/manager.js";
 import { recoverInterruptedTurns } from "../../src/turns/recovery.js";
+import { PROJECT_ROOT } from "../helpers/server.js";
 
 const silent = pino({ level: "silent" });
 const runtimes: Runtime[] = [];
@@ -666,13 +669,32 @@ describe("TurnManager: disconnect", () => {
   });
 });
 
+describe("what a client is told is done is on disk", () => {
+  it("a session made for the sessions API, and its step-mode switch, are committed when the call returns", () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "reins-acknowledged-"));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const runtime = createRuntime(parseConfig({ logLevel: "silent", dataDir }).config, { logger: silent });
+    runtimes.push(runtime);
+    // what a process starting after a crash right now would read
+    const disk = new BetterSqlite3(join(dataDir, "reins.db"), { readonly: true });
+    cleanups.unshift(() => disk.close());
+    const stepModeOnDisk = (id: string) =>
+      disk.prepare("SELECT step_mode FROM sessions WHERE id = ?").get(id) as
+        { step_mode: number } | undefined;
+
+    const session = runtime.manager.createSession(null, undefined, "notes");
+    expect(stepModeOnDisk(session.id)).toEqual({ step_mode: 0 });
+    runtime.manager.setSessionStepMode(session.id, true);
+    expect(stepModeOnDisk(session.id)).toEqual({ step_mode: 1 });
+  });
+});
+
 describe("recoverInterruptedTurns", () => {
-  it("closes the open calls of a turn left running and ends its event log", () => {
+  /** A database left by a process that crashed during a turn with one finished and two open calls. */
+  function crashedDuringTurn(): string {
     const directory = mkdtempSync(join(tmpdir(), "reins-recovery-"));
     const file = join(directory, "reins.db");
     cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
-
-    // the process that crashed: a turn with one finished and two open calls
     const crashed = new SqliteHistoryStore(file, { now: () => 100 });
     crashed.createSession("ses_1", "default");
     crashed.beginTurn({
@@ -723,7 +745,11 @@ describe("recoverInterruptedTurns", () => {
       at: 101,
     });
     crashed.close();
+    return file;
+  }
 
+  it("closes the open calls of a turn left running and ends its event log", () => {
+    const file = crashedDuringTurn();
     const store = new SqliteHistoryStore(file, { now: () => 500 });
     cleanups.unshift(() => store.close());
     expect(recoverInterruptedTurns(store, () => 500)).toEqual(["turn_1"]);
@@ -772,6 +798,39 @@ describe("recoverInterruptedTurns", () => {
     // a second start-up finds nothing left to recover
     expect(recoverInterruptedTurns(store, () => 900)).toEqual([]);
     expect(store.lastEventSeq("turn_1")).toBe(5);
+  });
+
+  it("a crash in the middle of recovery leaves the turn to the next start, which ends its log", () => {
+    const file = crashedDuringTurn();
+    // a start-up killed (SIGKILL) the moment its recovery queues the turn's first closing event
+    const killed = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--input-type=module",
+        "-e",
+        `import { SqliteHistoryStore } from "./src/history/sqlite-store.ts";
+         import { recoverInterruptedTurns } from "./src/turns/recovery.ts";
+         const store = new SqliteHistoryStore(${JSON.stringify(file)});
+         store.appendEvent = () => process.kill(process.pid, "SIGKILL");
+         recoverInterruptedTurns(store);`,
+      ],
+      { cwd: PROJECT_ROOT, encoding: "utf8" },
+    );
+    expect(killed.signal).toBe("SIGKILL");
+
+    const store = new SqliteHistoryStore(file, { now: () => 700 });
+    cleanups.unshift(() => store.close());
+    expect(recoverInterruptedTurns(store, () => 700)).toEqual(["turn_1"]);
+    expect(store.listEvents("turn_1").map((event) => event.type)).toEqual([
+      "turn_start",
+      "tool_result",
+      "tool_result",
+      "tool_result",
+      "turn_abort",
+    ]);
+    expect(store.getTurn("turn_1")).toMatchObject({ status: "interrupted", endedAt: 700 });
   });
 });
 
