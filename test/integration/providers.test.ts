@@ -212,6 +212,28 @@ describe("providers through the official SDKs", () => {
     }
   });
 
+  it("continues on Anthropic a session holding half of a character (a lone surrogate) from its user, a model and a tool", async () => {
+    const server = await start();
+    const half = "half \ud83d";
+    fakes.openai.enqueue(
+      { kind: "tools", calls: [{ name: "echo", input: { text: half } }] },
+      { kind: "text", text: `said ${half}` },
+    );
+    const first = await turn(server, { message: `look: ${half}`, provider: "openai" });
+    expect(first.events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "end_turn" });
+    const sessionId = sessionIdOf(first.stream);
+    // history keeps what it was given
+    const stored = await history(server, sessionId);
+    expect(stored.filter((block) => JSON.stringify(block).includes("\\ud83d"))).toHaveLength(4);
+
+    fakes.anthropic.enqueue({ kind: "text", text: "fine" });
+    const second = await turn(server, { message: "and now?", provider: "anthropic", sessionId });
+    expect(second.events.at(-1)).toMatchObject({ type: "turn_complete", stopReason: "end_turn" });
+    // what Anthropic was sent has U+FFFD in each place: the message, the call's input, its result, the answer
+    const sent = JSON.stringify(fakes.anthropic.accepted.at(-1)?.body.messages);
+    expect(sent.split("half \uFFFD")).toHaveLength(5);
+  });
+
   it("retries a 429 from the model, then succeeds", async () => {
     const server = await start();
     fakes.openai.enqueue(

@@ -18,7 +18,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ProfileName } from "../../src/history/render/index.js";
-import { checkProviderMessages, type Json, type ProviderRejection } from "./provider-rules.js";
+import {
+  checkAnthropicBodyText,
+  checkProviderMessages,
+  type Json,
+  type ProviderRejection,
+} from "./provider-rules.js";
 
 export type FakeToolCall = { name: string; input: Record<string, unknown> };
 
@@ -128,17 +133,20 @@ export class FakeProvider {
     for await (const chunk of request) text += chunk;
     const body = JSON.parse(text) as Record<string, unknown>;
     const messages = Array.isArray(body.messages) ? body.messages : [];
-    const rejection = checkProviderMessages(this.profile, messages, {
-      thinking: this.profile === "anthropic" ? body.thinking !== undefined : this.thinking,
-      acceptSignature: (signature, thinking) => {
-        const issued = this.issued.signatures.get(signature);
-        return issued?.text === thinking && issued.model === body.model;
-      },
-      acceptRedacted: (data) =>
-        this.issued.redacted.has(data) && this.issued.redacted.get(data) === body.model,
-      issuedThinking: (toolUseId) => this.issued.thinkingByCall.get(toolUseId),
-      definesTools: Array.isArray(body.tools) && body.tools.length > 0,
-    });
+    const bodyRejection = this.profile === "anthropic" ? checkAnthropicBodyText(body) : null;
+    const rejection =
+      bodyRejection ??
+      checkProviderMessages(this.profile, messages, {
+        thinking: this.profile === "anthropic" ? body.thinking !== undefined : this.thinking,
+        acceptSignature: (signature, thinking) => {
+          const issued = this.issued.signatures.get(signature);
+          return issued?.text === thinking && issued.model === body.model;
+        },
+        acceptRedacted: (data) =>
+          this.issued.redacted.has(data) && this.issued.redacted.get(data) === body.model,
+        issuedThinking: (toolUseId) => this.issued.thinkingByCall.get(toolUseId),
+        definesTools: Array.isArray(body.tools) && body.tools.length > 0,
+      });
     const streamOptionsRejection =
       this.profile === "openai" && body.stream_options !== undefined && body.stream !== true
         ? {

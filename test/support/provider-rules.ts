@@ -47,6 +47,28 @@ function anthropicError(message: string): ProviderRejection {
   return { status: BAD_REQUEST, body: { type: "error", error: { type: "invalid_request_error", message } } };
 }
 
+/**
+ * Anthropic parses a request body as strict JSON text: a string holding a lone UTF-16 surrogate (which
+ * JSON.stringify writes as an escape such as `\ud83d`) fails the whole request (known: "The request
+ * body is not valid JSON: no low surrogate in string: line 1 column …"). Checked over the whole body,
+ * keys too: messages, tools and `system` alike.
+ */
+export function checkAnthropicBodyText(body: unknown): ProviderRejection | null {
+  if (!hasLoneSurrogate(body)) return null;
+  // where JSON.stringify wrote the first one (it escapes lone surrogates, and nothing else, as \udxxx)
+  const at = JSON.stringify(body).search(/\\u[dD][89a-fA-F]/);
+  return anthropicError(
+    `The request body is not valid JSON: no low surrogate in string: line 1 column ${at + 1} (char ${at})`,
+  );
+}
+
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === "string") return !value.isWellFormed();
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (!isObject(value)) return false;
+  return Object.entries(value).some(([key, item]) => !key.isWellFormed() || hasLoneSurrogate(item));
+}
+
 export type AnthropicCheckOptions = {
   /** The request enables extended thinking. */
   thinking?: boolean;

@@ -558,6 +558,48 @@ describe("text, names and inputs", () => {
     });
     expect(rendered.diagnostics.coercedInputs).toEqual([{ callId: "c1", reason: "not_an_object" }]);
   });
+
+  it("sends every string well-formed: each lone surrogate (half of a character) becomes U+FFFD", () => {
+    const half = "half \ud83d";
+    const blocks = history(
+      user(`look: ${half}`),
+      think(`thinking about ${half}`),
+      say(`calling ${half}`),
+      call("c1", "echo", { input: { text: half, nested: [{ [`key \udc00`]: half }] } }),
+      result("c1", `got ${half}`),
+      say(`said ${half}`),
+    );
+    const strings = (value: unknown): string[] =>
+      typeof value === "string"
+        ? [value]
+        : typeof value === "object" && value !== null
+          ? Object.entries(value).flatMap(([key, item]) => [key, ...strings(item)])
+          : [];
+    for (const profile of ["anthropic", "openai", "kimi", "mistral"] as const) {
+      const request = renderProviderRequest(blocks, profile, { thinking: true, system: `rules ${half}` });
+      const sent = strings({ messages: request.messages, system: "system" in request ? request.system : "" });
+      expect(
+        sent.filter((text) => !text.isWellFormed()),
+        profile,
+      ).toEqual([]);
+      expect(JSON.stringify(request.messages).split("half \uFFFD").length, profile).toBeGreaterThanOrEqual(4);
+      expect(request.diagnostics.coercedInputs, profile).toEqual([
+        { callId: "c1", reason: "not_well_formed" },
+      ]);
+    }
+    // the history itself keeps what it was given
+    expect((blocks[3] as unknown as { input: { text: string } }).input.text).toBe(half);
+  });
+
+  it("sends a well-formed call input as it is, not a copy", () => {
+    const input = { text: "a whole 😀 and a backslash \\ud83d" };
+    const blocks = history(user("go"), call("c1", "echo", { input }), result("c1", "ok"));
+    const rendered = renderTranscript(blocks, "anthropic");
+    const assistant = rendered.messages[1];
+    expect(assistant?.role === "assistant" && assistant.content[0]).toMatchObject({ type: "tool_call" });
+    expect(assistant?.role === "assistant" && (assistant.content[0] as { input: unknown }).input).toBe(input);
+    expect(rendered.diagnostics.coercedInputs).toEqual([]);
+  });
 });
 
 describe("Mistral message order", () => {

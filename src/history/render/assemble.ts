@@ -26,6 +26,7 @@ import type {
   RenderedToolCallPart,
   RenderedToolResult,
 } from "./types.js";
+import { wellFormed } from "./well-formed.js";
 import { EMPTY_RESULT_TEXT, missingResultText } from "./wording.js";
 
 export type AssembleSettings = {
@@ -170,17 +171,17 @@ export class Assembler {
           const last = items[items.length - 1];
           if (last?.role === "user") {
             this.noteIfMoved(block, index);
-            last.text += USER_TEXT_SEPARATOR + block.text;
+            last.text += USER_TEXT_SEPARATOR + wellFormed(block.text);
             return;
           }
           // Nothing is open and the last message is final: a checkpoint before this block.
           this.checkpoint(index);
           this.noteIfMoved(block, index);
-          items.push({ role: "user", text: block.text });
+          items.push({ role: "user", text: wellFormed(block.text) });
         } else {
           if (open.calls.length > 0) this.close();
           this.noteIfMoved(block, index);
-          open.texts.push(block.text);
+          open.texts.push(wellFormed(block.text));
           this.hasOpen = true;
         }
         return;
@@ -263,7 +264,7 @@ export class Assembler {
         const block = thinking.get(index);
         content[at++] =
           block.redacted === undefined
-            ? { type: "thinking", text: block.text, signature: block.signature! }
+            ? { type: "thinking", text: wellFormed(block.text), signature: block.signature! }
             : { type: "redacted_thinking", data: block.redacted };
       }
     } else if (profile.thinking === "reasoning-content" && this.settings.thinking) {
@@ -293,7 +294,7 @@ export class Assembler {
           id: part.id,
           canonicalId: part.canonicalId,
           name: part.name,
-          content: missingResultText(record.call!.name),
+          content: wellFormed(missingResultText(record.call!.name)),
           isError: true,
           status: "interrupted",
           synthetic: true,
@@ -306,6 +307,8 @@ export class Assembler {
       if (typeof text !== "string" || isBlank(text)) {
         this.emptyResults.push({ callId: part.canonicalId });
         text = EMPTY_RESULT_TEXT;
+      } else {
+        text = wellFormed(text);
       }
       results[call] = {
         id: part.id,
@@ -345,7 +348,8 @@ function nonEmpty(value: string | undefined): boolean {
 function reasoningText(thinking: ReusedList<PositionedThinking>): string {
   let text = "";
   for (let index = 0; index < thinking.length; index++) {
-    text = index === 0 ? thinking.get(index).text : text + REASONING_SEPARATOR + thinking.get(index).text;
+    const part = wellFormed(thinking.get(index).text);
+    text = index === 0 ? part : text + REASONING_SEPARATOR + part;
   }
   return text;
 }

@@ -1,13 +1,15 @@
 /**
  * A call's input as the provider is sent it: the object (a non-object input is wrapped as `{ value }`,
- * an unserializable one replaced by `{}`), its JSON, and what had to be coerced to get there. Computed
- * once per call block object, however often the block is rendered: a block's input does not change
- * after the call is recorded (checked by identity all the same). The facts about the call's ids that
- * id projection finds (ids.ts) are kept beside it, for the same reason.
+ * an unserializable one replaced by `{}`, each lone surrogate in its strings replaced by U+FFFD), its
+ * JSON, and what had to be coerced to get there. Computed once per call block object, however often
+ * the block is rendered: a block's input does not change after the call is recorded (checked by
+ * identity all the same). The facts about the call's ids that id projection finds (ids.ts) are kept
+ * beside it, for the same reason.
  */
 import type { RenderDiagnostics } from "./types.js";
 import type { HistoryBlock, ToolCallBlock } from "../model.js";
 import type { IdFacts } from "./ids.js";
+import { wellFormedValue } from "./well-formed.js";
 
 export type CoercionReason = RenderDiagnostics["coercedInputs"][number]["reason"];
 
@@ -43,6 +45,14 @@ export function serializeInput(block: HistoryBlock & ToolCallBlock): SerializedI
     coercions.push("not_serializable");
     input = {};
     json = "{}";
+  } else if (json.includes("\\ud")) {
+    // JSON.stringify escapes a lone surrogate (and only that) as \udxxx: look closer only then
+    const wellFormedInput = wellFormedValue(input) as Record<string, unknown>;
+    if (wellFormedInput !== input) {
+      coercions.push("not_well_formed");
+      input = wellFormedInput;
+      json = JSON.stringify(input);
+    }
   }
   const serialized: SerializedInput = {
     source: block.input,

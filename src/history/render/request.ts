@@ -18,6 +18,7 @@ import {
 } from "./render.js";
 import type { ProviderMessage, Rendering, TranscriptSettings } from "./transcript-state.js";
 import type { IdMaps, RenderCounts, RenderDiagnostics, RenderOptions } from "./types.js";
+import { wellFormed } from "./well-formed.js";
 
 type RequestCommon = {
   /** Whether the request must be sent with thinking enabled (see `diagnostics.thinking`). */
@@ -71,8 +72,9 @@ export function requestInstructions(
   system: string | undefined,
 ): RequestInstructions {
   if (!system) return { system: undefined, leading: [] };
-  if (profile.format === "anthropic-messages") return { system, leading: [] };
-  return { system: undefined, leading: [{ role: "system", content: system }] };
+  const text = wellFormed(system);
+  if (profile.format === "anthropic-messages") return { system: text, leading: [] };
+  return { system: undefined, leading: [{ role: "system", content: text }] };
 }
 
 /**

@@ -142,7 +142,7 @@ export type RenderDiagnostics = {
   /** Text split off an assistant message with tool calls into its own message before it (Mistral). */
   splitText: { callIds: string[] }[];
   renamedTools: { callId: string; from: string; to: string }[];
-  coercedInputs: { callId: string; reason: "not_an_object" | "not_serializable" }[];
+  coercedInputs: { callId: string; reason: "not_an_object" | "not_serializable" | "not_well_formed" }[];
   /** Results with no text, rendered with a placeholder so no provider sees empty content. */
   emptyResults: { callId: string }[];
   /** Messages the renderer added so the provider's role rules hold. */
