@@ -7,8 +7,36 @@
  * one); one that Ajv cannot compile accepts any object (the server still validates its own) and says
  * why, once.
  */
+import { setFlagsFromString } from "node:v8";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import type { RegExpEngine } from "ajv/dist/types/index.js";
 import { z } from "zod";
+
+/**
+ * A schema's regular expressions (`pattern`, `patternProperties`) come from an MCP server and run, on
+ * the event loop, over input a model wrote: `^(a+)+$` backtracks exponentially, and 28 characters held
+ * every turn of the server for 12 s, before any deadline of the call was armed. V8 runs a pattern that
+ * backtracks too much again in its linear-time engine once this flag is on (for the whole process; no
+ * pattern anywhere needs catastrophic backtracking). That engine takes no `u` flag, so a pattern is
+ * compiled without it unless it means something else so: a property or code point escape (`\p{…}`,
+ * `\u{…}`) or a character beyond U+FFFF keeps the flag, and backtracks as before. (Without it `.` and
+ * negated classes match one UTF-16 unit: an emoji counts as two characters.)
+ */
+setFlagsFromString("--enable-experimental-regexp-engine-on-excessive-backtracks");
+
+const NEEDS_UNICODE_FLAG = /\\[pPu]\{|[\ud800-\udfff]/;
+
+const patternRegExp: RegExpEngine = Object.assign(
+  (pattern: string, unicode: string): RegExp => {
+    if (NEEDS_UNICODE_FLAG.test(pattern)) return new RegExp(pattern, unicode);
+    try {
+      return new RegExp(pattern);
+    } catch {
+      return new RegExp(pattern, unicode);
+    }
+  },
+  { code: "patternRegExp" },
+);
 
 export const anyObject = z.record(z.string(), z.unknown());
 
@@ -41,6 +69,7 @@ function compile(jsonSchema: Record<string, unknown>, onUncompilable: (reason: s
     validateSchema: false,
     validateFormats: false,
     logger: false,
+    code: { regExp: patternRegExp },
   });
   try {
     return ajv.compile(jsonSchema);
