@@ -77,11 +77,19 @@ export function buildApp(deps: AppDeps): OpenAPIHono<ApiEnv> {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
   app.get("/healthz", (context) => context.json({ status: "ok" }));
-  app.get("/readyz", (context) =>
-    deps.store.isReachable()
-      ? context.json({ status: "ready" })
-      : context.json({ status: "unavailable", error: "database unreachable", code: "db_unreachable" }, 503),
-  );
+  app.get("/readyz", (context) => {
+    if (!deps.store.isReachable()) {
+      return context.json(
+        { status: "unavailable", error: "database unreachable", code: "db_unreachable" },
+        503,
+      );
+    }
+    if (!deps.store.acceptsWrites()) {
+      const error = "database refuses writes (a full disk or an I/O error); they are retried";
+      return context.json({ status: "unavailable", error, code: "store_unavailable" }, 503);
+    }
+    return context.json({ status: "ready" });
+  });
   app.get("/metrics", async (context) =>
     context.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
   );

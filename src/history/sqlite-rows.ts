@@ -387,7 +387,9 @@ function traceParams(op: TraceOp): unknown[] {
  * turn ends, events, trace — and blocks and events (a row per turn: its run) and trace rows in multi-row
  * INSERTs. A session the batch creates is inserted with the title and next position the batch's later
  * writes give it, not updated after. A row that fails is reported and costs only itself; a run that fails
- * is written block by block (event by event), so it costs only what fails.
+ * is written block by block (event by event), so it costs only what fails. A failure of the database
+ * itself (a full disk, an I/O error: `isDatabaseFailure`) is no row's fault and fails the whole batch,
+ * which is rolled back and committed again later (write-queue.ts): a batch commits whole or not at all.
  */
 export function writeBatch(
   statements: Statements,
@@ -449,6 +451,7 @@ export function writeBatch(
     try {
       runWrite(statements, op);
     } catch (error) {
+      if (isDatabaseFailure(error)) throw error;
       onError(error, `${op.kind} row`);
     }
   };
@@ -484,7 +487,8 @@ function insertRuns<Op extends WriteOp>(
     if (run.length === 1) return one(run[0] as Op);
     try {
       statementFor(1).run(params(run));
-    } catch {
+    } catch (error) {
+      if (isDatabaseFailure(error)) throw error;
       run.forEach(one);
     }
   });
@@ -504,11 +508,25 @@ function insertChunked<Row>(
     }
     try {
       statementFor(chunk.length).run(chunk.flatMap(params));
-    } catch {
+    } catch (error) {
+      if (isDatabaseFailure(error)) throw error;
       // one bad row fails its whole statement: write the chunk row by row to keep the others
       chunk.forEach(one);
     }
   }
+}
+
+/** SQLite's answers about a row itself: a constraint it breaks, a value too big or of the wrong type. */
+const ROW_ERROR_CODE = /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH|RANGE)/;
+
+/**
+ * Whether `error` is the database failing rather than a row: SQLite's full disk, I/O error, busy or
+ * locked database, read-only file… Another row would fail the same way, so the batch cannot go on. (A
+ * value SQLite cannot bind is a TypeError, a row's fault too.)
+ */
+export function isDatabaseFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_") && !ROW_ERROR_CODE.test(code);
 }
 
 /** Runs one write of a batch (inside the batch's transaction). */

@@ -36,6 +36,7 @@ import {
   blockPayload,
   blocksOfRuns,
   eventsOfRuns,
+  isDatabaseFailure,
   prepareChunkStatements,
   prepareStatements,
   writeBatch,
@@ -171,6 +172,8 @@ export class SqliteHistoryStore implements HistoryStore {
       },
       onError: (error, ops) => onWriteError(error, `batch of ${ops.length} writes`),
       beforeSlice: options.beforeCommitSlice,
+      // a full disk or an I/O error may pass: the batch is kept and tried again (a closed store's is not)
+      retryable: (error) => this.db.open && isDatabaseFailure(error),
     });
     this.removeSession = this.db.transaction((id: string): boolean => {
       statements.deleteSessionEvents.run(id);
@@ -453,6 +456,10 @@ export class SqliteHistoryStore implements HistoryStore {
     );
   }
 
+  acceptsWrites(): boolean {
+    return !this.queue.failing;
+  }
+
   isReachable(): boolean {
     try {
       return this.db.open && (this.statements.ping.get() as { ok: number }).ok === 1;
@@ -463,7 +470,7 @@ export class SqliteHistoryStore implements HistoryStore {
 
   close(): void {
     if (!this.db.open) return;
-    this.flush();
+    this.queue.close();
     // the checkpointer's connection closes first, so this one, the last, checkpoints and removes the WAL
     this.checkpointer?.close();
     this.db.close();

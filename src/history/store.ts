@@ -114,6 +114,11 @@ export interface HistoryStore {
   listTurns(filter?: { status?: TurnStatus; sessionId?: string }): TurnRecord[];
   /** The session's history in position order; a live session's array is shared: do not change it. */
   getHistory(sessionId: string): readonly HistoryBlock[];
+  /**
+   * False while writes whose commit failed (a full disk, an I/O error) are kept for a retry: the store
+   * cannot take writes now, and no turn or session should start until it can.
+   */
+  acceptsWrites(): boolean;
   isReachable(): boolean;
   close(): void;
 }

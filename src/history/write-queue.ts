@@ -16,6 +16,14 @@
  * clients). Each callback runs right after the commit that holds every write queued before it.
  * `flush()` commits everything at once.
  *
+ * A batch whose commit fails in a way that may pass (`retryable`: the database's full disk or I/O error,
+ * not a closed store) is kept, and committed again with the writes queued since, ahead of them (they
+ * may depend on it), first after RETRY_FIRST_DELAY_MS and then ever less often. While writes are kept
+ * (`failing`) nothing else tries to commit: a flush adds to them, and only the retry commits. Their
+ * callbacks run all the same — a client following a turn is not left without its events while the disk
+ * is full — so until the retry commits, what it was sent is not durable. Past MAX_RETAINED_OPS the kept
+ * writes are given up (reported), so a disk that stays full cannot grow the process without bound.
+ *
  * `commit` may return a promise (a networked database): batches then commit one at a time, in order,
  * whole (a commit that does not hold the event loop gains nothing from slices), and the turn code does
  * not change. The SQLite store commits synchronously, which also lets it `flush()` before a read so that
@@ -38,6 +46,8 @@ export type WriteQueueOptions<Op> = {
    * for a burst's slices to end runs here. It may write, and it may flush.
    */
   beforeSlice?: () => void;
+  /** Whether a failed commit may pass if tried again (its writes are kept); none: none may. */
+  retryable?: (error: unknown) => boolean;
 };
 
 /** Writes after which a batch is committed at the next microtask instead of the end of the tick. */
@@ -55,6 +65,11 @@ export const MAX_OPS_PER_SLICE = 4_096;
 export const MAX_LAG_SLICES = 8;
 /** Committed writes the queue drops from its front once there are this many. */
 const COMPACT_AFTER_OPS = 1_024;
+/** The first retry of a failed commit after this long; each later one waits twice as long, at most the max. */
+export const RETRY_FIRST_DELAY_MS = 100;
+export const RETRY_MAX_DELAY_MS = 5_000;
+/** Writes kept for a retry beyond which they are given up. */
+export const MAX_RETAINED_OPS = 100_000;
 
 const nextTick = (flush: () => void) => {
   const handle = setImmediate(flush);
@@ -88,6 +103,13 @@ export class WriteQueue<Op> {
   private readonly now: () => number;
   /** How many writes the next slice takes. */
   private opsPerSlice = FIRST_OPS_PER_SLICE;
+  /** Writes whose commit failed and will be tried again, oldest first; they go before any other. */
+  private retained: Op[] = [];
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = RETRY_FIRST_DELAY_MS;
+  /** Set while the retry commits: only then are kept writes tried. */
+  private retrying = false;
+  private closed = false;
 
   constructor(private readonly options: WriteQueueOptions<Op>) {
     this.schedule = options.schedule ?? nextTick;
@@ -97,6 +119,11 @@ export class WriteQueue<Op> {
   /** Whether anything is waiting to be committed. */
   get pending(): boolean {
     return this.committed < this.ops.length || this.nextCallback < this.callbacks.length;
+  }
+
+  /** Whether writes whose commit failed are kept for a retry (the database cannot take writes now). */
+  get failing(): boolean {
+    return this.retained.length > 0;
   }
 
   /** How many writes wait. */
@@ -130,7 +157,22 @@ export class WriteQueue<Op> {
   flush(): Promise<void> | undefined {
     this.scheduled?.cancel();
     this.scheduled = undefined;
-    return this.pending ? this.commitUpTo(this.ops.length) : this.inFlight;
+    const retry = this.failing && this.retrying;
+    return this.pending || retry ? this.commitUpTo(this.ops.length) : this.inFlight;
+  }
+
+  /**
+   * Commits what is queued, then stops: a failed batch is tried once more and, failing again, given up
+   * (reported); no retry is scheduled after this.
+   */
+  close(): void {
+    this.retrying = true;
+    this.flush();
+    this.retrying = false;
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    if (this.failing) this.giveUp(new Error("the store closed while writes were failing"));
   }
 
   /** Commits a slice of the oldest writes; what is left waits for the next turn of the event loop. */
@@ -192,11 +234,13 @@ export class WriteQueue<Op> {
     const callbacks = this.callbacks.slice(this.nextCallback, lastCallback);
     this.nextCallback = lastCallback;
     this.compact();
+    // while writes are failing only the retry tries them (a batch chained behind one in flight too)
+    const attempt = !this.failing || this.retrying;
     if (this.inFlight) {
       const previous = this.inFlight;
-      return this.track(previous.then(() => this.commit(ops, callbacks)));
+      return this.track(previous.then(() => this.commit(ops, callbacks, attempt)));
     }
-    const committed = this.commit(ops, callbacks);
+    const committed = this.commit(ops, callbacks, attempt);
     return committed && this.track(committed);
   }
 
@@ -221,27 +265,80 @@ export class WriteQueue<Op> {
     return tracked;
   }
 
-  private commit(ops: Op[], callbacks: (() => void)[]): Promise<void> | undefined {
+  private commit(ops: Op[], callbacks: (() => void)[], attempt: boolean): Promise<void> | undefined {
+    if (this.failing && !attempt) {
+      // these wait behind the kept writes, for the retry
+      this.retain(ops);
+      this.runAll(callbacks);
+      return undefined;
+    }
+    const batch = this.failing ? this.retained.concat(ops) : ops;
+    this.retained = [];
     let result: void | Promise<void>;
     try {
-      result = ops.length > 0 ? this.options.commit(ops) : undefined;
+      result = batch.length > 0 ? this.options.commit(batch) : undefined;
     } catch (error) {
-      this.options.onError(error, ops);
+      this.failed(error, batch);
       this.runAll(callbacks);
       return undefined;
     }
     if (!result) {
+      this.recovered();
       this.runAll(callbacks);
       return undefined;
     }
     this.asyncCommits = true;
     return result.then(
-      () => this.runAll(callbacks),
+      () => {
+        this.recovered();
+        this.runAll(callbacks);
+      },
       (error: unknown) => {
-        this.options.onError(error, ops);
+        this.failed(error, batch);
         this.runAll(callbacks);
       },
     );
+  }
+
+  /** A batch failed: kept for a retry when that may pass, else given up. */
+  private failed(error: unknown, batch: Op[]): void {
+    this.options.onError(error, batch);
+    if (this.closed || this.options.retryable?.(error) !== true) return;
+    this.retain(batch);
+    if (this.retryTimer !== undefined || !this.failing) return;
+    this.retryTimer = setTimeout(() => this.retry(), this.retryDelayMs);
+    this.retryTimer.unref();
+    this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_DELAY_MS);
+  }
+
+  private retain(ops: readonly Op[]): void {
+    for (const op of ops) this.retained.push(op);
+    if (this.retained.length > MAX_RETAINED_OPS) {
+      this.giveUp(new Error(`over ${MAX_RETAINED_OPS} writes failed to commit and are given up`));
+    }
+  }
+
+  private giveUp(error: Error): void {
+    const given = this.retained;
+    this.retained = [];
+    this.options.onError(error, given);
+  }
+
+  private retry(): void {
+    this.retryTimer = undefined;
+    this.retrying = true;
+    try {
+      this.flush();
+    } finally {
+      this.retrying = false;
+    }
+  }
+
+  /** A commit went through: whatever was kept is durable now. */
+  private recovered(): void {
+    this.retryDelayMs = RETRY_FIRST_DELAY_MS;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
 
   /** Runs every callback; one that throws is reported and does not keep the others from running. */

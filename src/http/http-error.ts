@@ -34,6 +34,7 @@ const STATUS_BY_CODE: Record<string, HttpError["status"]> = {
   agent_mismatch: 409,
   blank_message: 400,
   shutting_down: 503,
+  store_unavailable: 503,
 };
 
 export function toHttpError(error: unknown): HttpError | undefined {
@@ -41,7 +42,7 @@ export function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof ReinsError) {
     const status = STATUS_BY_CODE[error.code];
     if (status) {
-      // a server going away: the client may retry (here once it is back, or on another instance)
+      // a server going away or unable to store: the client may retry (later, or on another instance)
       const headers = status === 503 ? RETRY_AFTER_HEADER : undefined;
       return new HttpError(status, error.code, error.message, error.data ?? {}, headers);
     }

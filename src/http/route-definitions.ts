@@ -80,11 +80,15 @@ const tooMany = (codes: string) => ({
   ),
   headers: retryAfter,
 });
-/** A turn start that reached the server after its shutdown began. */
-const shuttingDown = {
+/**
+ * A turn or session start refused for now: the server is shutting down, or its database refuses writes
+ * (a full disk, an I/O error).
+ */
+const notNow = {
   ...json(
     errorSchema,
-    "`shutting_down`: the server is shutting down and starts no turn; retry after `Retry-After`",
+    "`shutting_down`: the server is shutting down and starts no turn; `store_unavailable`: its database " +
+      "refuses writes (a full disk, an I/O error) and it starts no turn or session. Retry after `Retry-After`",
   ),
   headers: retryAfter,
 };
@@ -121,7 +125,7 @@ export const startTurnRoute = createRoute({
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
-    503: shuttingDown,
+    503: notNow,
   },
 });
 
@@ -157,6 +161,7 @@ export const createSessionRoute = createRoute({
       errorSchema,
       "Invalid input (the message names the field); `agent_not_found`: unknown `agentId`",
     ),
+    503: notNow,
     415: json(errorSchema, "Not JSON"),
   },
 });
@@ -413,7 +418,7 @@ export const chatRoute = createRoute({
     413: json(errorSchema, "Body too large; sent with `Connection: close`"),
     415: json(errorSchema, "Content-Type is not application/json"),
     429: tooMany("`too_many_turns`: MAX_TURNS_PER_PRINCIPAL; `too_many_streams`: MAX_STREAMS_PER_PRINCIPAL"),
-    503: shuttingDown,
+    503: notNow,
   },
 });
 

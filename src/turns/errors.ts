@@ -1,7 +1,7 @@
 /**
  * Why a turn cannot start: errors with stable codes that the HTTP layer maps to 404 / 409 / 400 / 503
  * (an unknown session, a busy one, an unknown provider or agent, a session of another agent, a message
- * of white space only, a server shutting down).
+ * of white space only, a store that cannot take writes, a server shutting down).
  */
 import { ReinsError } from "../errors.js";
 
@@ -48,6 +48,16 @@ export class AgentMismatchError extends ReinsError {
 export class BlankMessageError extends ReinsError {
   constructor() {
     super("blank_message", "The message must not be empty or only white space.");
+  }
+}
+/** The history store cannot take writes now (a full disk, an I/O error): what a turn wrote would be lost. */
+export class StoreUnavailableError extends ReinsError {
+  constructor() {
+    super(
+      "store_unavailable",
+      "The server cannot store history right now (its database refuses writes: a full disk or an I/O " +
+        "error) and starts no turn or session; retry later.",
+    );
   }
 }
 export class ShuttingDownError extends ReinsError {

@@ -3,6 +3,7 @@ export {
   SessionBusyError,
   SessionNotFoundError,
   ShuttingDownError,
+  StoreUnavailableError,
   UnknownProviderError,
 } from "./errors.js";
 export { describeActiveTurn, type ActiveTurnDetails } from "./active-details.js";

@@ -28,6 +28,7 @@ import {
   SessionBusyError,
   SessionNotFoundError,
   ShuttingDownError,
+  StoreUnavailableError,
   UnknownProviderError,
 } from "./errors.js";
 import { TurnEventBus } from "./event-bus.js";
@@ -151,6 +152,8 @@ export class TurnManager {
     if (this.shuttingDown) throw new ShuttingDownError();
     if (!/\S/.test(request.message)) throw new BlankMessageError();
     const { store, settings } = this.deps;
+    // a turn the store cannot keep would be lost, and a session made now never stored
+    if (!store.acceptsWrites()) throw new StoreUnavailableError();
     let session = request.sessionId === undefined ? undefined : store.getSession(request.sessionId);
     if (request.sessionId !== undefined && !session && !request.createSession) {
       throw new SessionNotFoundError(request.sessionId);
@@ -409,6 +412,7 @@ export class TurnManager {
    */
   createSession(principal: string | null, agentId?: string, title?: string) {
     const { store } = this.deps;
+    if (!store.acceptsWrites()) throw new StoreUnavailableError();
     const session = store.createSession(
       this.deps.generateId("ses"),
       // an unknown agent is refused (400 agent_not_found), as on a turn
