@@ -62,6 +62,12 @@ function copyButton(code) {
 export function renderMarkdown(target, text) {
   const html = /** @type {string} */ (markdown.parse(text, { async: false }));
   const fragment = DOMPurify.sanitize(html, { RETURN_DOM_FRAGMENT: true });
+  // a link opens beside the chat: leaving this page would cut the stream of a running turn (a
+  // disconnect, which aborts it), and the opened page gets no handle on this one
+  for (const link of fragment.querySelectorAll("a[href]")) {
+    link.setAttribute("target", "_blank");
+    link.setAttribute("rel", "noopener noreferrer");
+  }
   for (const pre of fragment.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (!code) continue;

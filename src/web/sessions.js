@@ -14,6 +14,7 @@ import {
   currentSessionId,
   onSessionChange,
   setSession,
+  turnViews,
   updateControls,
 } from "./conversation.js";
 import { byTestId, element } from "./dom.js";
@@ -217,6 +218,9 @@ async function loadAgents() {
  * @param {string} sessionId
  */
 export async function openSession(sessionId) {
+  // The session this page follows live stays as it is: reopening it (its sidebar entry, Retry, a saved
+  // token) would cut the turn's stream, which the server takes for the client leaving, and aborts it.
+  if (sessionId === currentSessionId() && turnViews().some((view) => !view.finished)) return;
   clearLog();
   setSession(sessionId);
   let body;

@@ -24,6 +24,7 @@ const ABORT_REASON_TEXT = {
   parent: "its parent turn stopped waiting for it",
   loop: "the loop detector stopped a repeating tool call",
   interrupted: "the server restarted while it ran",
+  limit: "it wrote as many events as one turn may",
 };
 
 /** Shown for a redacted thinking block, whose content only its provider can read. */

@@ -20,6 +20,7 @@ import {
   expectText,
   sendMessage,
   toolLine,
+  toolLineNamed,
   type OpenedPage,
 } from "../helpers/browser.js";
 import { PROJECT_ROOT, startServer, type ServerHandle } from "../helpers/server.js";
@@ -222,13 +223,29 @@ describe("chat page", () => {
     }
   }, 60_000);
 
-  it("never lets markup in the model's text run: raw HTML is shown as text, javascript: links are dropped", async () => {
+  it("keeps a running turn when the open session is opened again or the token is saved: neither is leaving", async () => {
+    const { page, server } = await openPage();
+    await sendMessage(page, '/tool sleep {"ms":2500}');
+    await toolLineNamed(page, "sleep").waitFor({ state: "visible", timeout: 10_000 });
+    const sessionId = await openSessionId(page);
+    await sessionItem(page, sessionId).getByTestId("session-open").click();
+    await page.getByTestId("settings").locator("summary").click();
+    await page.getByTestId("token-save").click();
+    await expectAttribute(page.getByTestId("turn-status"), "data-state", "complete", 15_000);
+    const history = (await (await fetch(`${server.baseUrl}/api/sessions/${sessionId}/history`)).json()) as {
+      turns: { status: string }[];
+    };
+    expect(history.turns.map((turn) => turn.status)).toEqual(["completed"]);
+  }, 60_000);
+
+  it("never lets markup in the model's text run: raw HTML is shown as text, javascript: links are dropped, links open beside", async () => {
     const { page } = await openPage();
     const at = Date.now();
     const common = { turnId: "turn_stubbed", at };
     const text = [
       '<img src="x" data-testid="injected" onerror="window.injected = 1">',
       "[click me](javascript:window.injected=2) and ![pic](javascript:window.injected=3)",
+      "[the docs](https://example.com/docs)",
       "<script>window.injected = 4</script>",
     ].join("\n\n");
     const events = [
@@ -268,8 +285,13 @@ describe("chat page", () => {
     await expect(answer.locator('script, [onerror], [data-testid="injected"]').count()).resolves.toBe(0);
     // the markdown image survives without its javascript: source
     await expect(answer.locator('[src^="javascript"], [href^="javascript"]').count()).resolves.toBe(0);
-    await expectText(answer.locator("a"), /click me/);
-    await expect(answer.locator("a").getAttribute("href")).resolves.toBeNull();
+    const clickMe = answer.locator("a", { hasText: "click me" });
+    await expect(clickMe.getAttribute("href")).resolves.toBeNull();
+    // a link opens beside the chat (leaving the page would cut a running turn's stream), with no opener
+    const docs = answer.locator("a", { hasText: "the docs" });
+    await expect(docs.getAttribute("href")).resolves.toBe("https://example.com/docs");
+    await expect(docs.getAttribute("target")).resolves.toBe("_blank");
+    await expect(docs.getAttribute("rel")).resolves.toBe("noopener noreferrer");
     await expect(page.evaluate<unknown>("window.injected")).resolves.toBeUndefined();
   });
 
