@@ -88,7 +88,13 @@ export class ToolScheduler {
       };
     }
     if (dependencies.indexes.length > 0) {
-      const results = await Promise.all(dependencies.indexes.map((dependency) => earlier[dependency]));
+      const results = await untilCancelled(
+        Promise.all(dependencies.indexes.map((dependency) => earlier[dependency])),
+        call.callId,
+        scope,
+      );
+      // cancelled alone while it waited: the runner answers a call cancelled before it started
+      if (results === CANCELLED) return this.runner.run(call, scope, hooks);
       const failed = dependencies.indexes.find((_, position) => results[position]?.isError);
       if (failed !== undefined && !scope.signal.aborted)
         return this.skip(call, failed, calls, dependencies, scope, hooks);
@@ -96,11 +102,21 @@ export class ToolScheduler {
     const verdict = gate?.(call, scope);
     const passed = verdict ? await verdict : { run: call };
     if ("outcome" in passed) return passed.outcome;
-    const release = slots ? await slots.acquire() : () => {};
+    let release = slots?.tryAcquire();
+    if (slots && !release) {
+      const acquiring = slots.acquire();
+      const acquired = await untilCancelled(acquiring, call.callId, scope);
+      if (acquired === CANCELLED) {
+        // the slot it waited for goes on to the next call as soon as it is free
+        void acquiring.then((free) => free());
+        return this.runner.run(passed.run, scope, hooks);
+      }
+      release = acquired;
+    }
     try {
       return await this.runner.run(passed.run, scope, hooks);
     } finally {
-      release();
+      release?.();
     }
   }
 
@@ -159,6 +175,31 @@ function readDependencies(call: ToolCallRequest, index: number): Dependencies {
   return { indexes: [...new Set(dependsOn as number[])], ...withDefault };
 }
 
+const CANCELLED = Symbol("cancelled");
+
+/**
+ * `wait`, or CANCELLED as soon as the call is cancelled alone (cancel one tool) while it waits — for
+ * the calls it depends on, or for a slot — so a cancel takes effect at once, not when the wait ends.
+ */
+async function untilCancelled<T>(
+  wait: Promise<T>,
+  callId: string,
+  scope: CallScope,
+): Promise<T | typeof CANCELLED> {
+  const { cancellation } = scope;
+  if (!cancellation) return wait;
+  if (cancellation.isCancelled(callId)) return CANCELLED;
+  let stopListening = () => {};
+  const cancelled = new Promise<typeof CANCELLED>((resolve) => {
+    stopListening = cancellation.onCancel(callId, () => resolve(CANCELLED));
+  });
+  try {
+    return await Promise.race([wait, cancelled]);
+  } finally {
+    stopListening();
+  }
+}
+
 /** A FIFO counting semaphore: calls take their slots in call order. */
 class Semaphore {
   private readonly waiting: (() => void)[] = [];
@@ -168,9 +209,21 @@ class Semaphore {
     this.available = size;
   }
 
+  /** A slot now (its release), or undefined when every slot is taken. */
+  tryAcquire(): (() => void) | undefined {
+    if (this.available === 0) return undefined;
+    this.available--;
+    return this.releaser();
+  }
+
+  /** A slot once one is free, in the order asked. */
   async acquire(): Promise<() => void> {
     if (this.available > 0) this.available--;
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return this.releaser();
+  }
+
+  private releaser(): () => void {
     let released = false;
     return () => {
       if (released) return;

@@ -5,7 +5,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { TurnAbortedError } from "../../src/errors.js";
+import { CallCancellation } from "../../src/tools/call-cancellation.js";
 import { ToolRegistry } from "../../src/tools/registry.js";
+import { TOOL_CANCELLED_RESULT } from "../../src/tools/results.js";
 import { PermanentToolError } from "../../src/tools/resilience/tool-error.js";
 import { ToolRunner, ZOMBIE_GRACE_MS, type CallScope, type RunnerSettings } from "../../src/tools/runner.js";
 import { ToolScheduler } from "../../src/tools/scheduler.js";
@@ -102,7 +104,12 @@ const RUNNER_SETTINGS: RunnerSettings = {
   progressIntervalMs: 60_000,
 };
 
-function setup(bench: Bench, maxParallelTools: number, timeoutMs = RUNNER_SETTINGS.defaults.timeoutMs) {
+function setup(
+  bench: Bench,
+  maxParallelTools: number,
+  timeoutMs = RUNNER_SETTINGS.defaults.timeoutMs,
+  cancellation?: CallCancellation,
+) {
   const registry = new ToolRegistry([
     bench.napTool("nap", "parallel"),
     bench.napTool("solo", "exclusive"),
@@ -123,6 +130,7 @@ function setup(bench: Bench, maxParallelTools: number, timeoutMs = RUNNER_SETTIN
     allowedRoots: [],
     depth: 0,
     signal: controller.signal,
+    cancellation,
   };
   const reported: { callId: string; index: number; status: string }[] = [];
   const run = (calls: ToolCallRequest[]) => {
@@ -368,6 +376,43 @@ describe("ToolScheduler", () => {
     expect(outcomes[1]).toMatchObject({ status: "complete", result: "after slept 10" });
     expect(outcomes[3]).toMatchObject({ status: "complete", isError: false });
     expect(outcomes[3]?.result).toMatch(/^\[DEFAULT\] Call #2 \("boom"\).*\{"rows":0\}$/);
+  });
+
+  it("cancels a call waiting for a slot at once (cancel one tool), and the slot goes on to the next", async () => {
+    const cancellation = new CallCancellation();
+    const { run, reported } = setup(bench, 1, undefined, cancellation);
+    const calls = [
+      call("a", "nap", { ms: 1_000 }),
+      call("b", "nap", { ms: 10 }),
+      call("c", "nap", { ms: 10 }),
+    ];
+    cancellation.openCalls(calls.map((entry) => entry.callId));
+    const batch = run(calls);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(cancellation.cancel("b", new TurnAbortedError("user"))).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reported).toEqual([{ callId: "b", index: 1, status: "cancelled" }]);
+    await vi.advanceTimersByTimeAsync(1_100);
+    const outcomes = await batch.promise;
+    expect(outcomes[1]).toMatchObject({ status: "cancelled", result: TOOL_CANCELLED_RESULT, attempts: 0 });
+    expect(bench.lines()).toEqual(["0 start a", "1000 end a", "1000 start c", "1010 end c"]);
+  });
+
+  it("cancels a call waiting for the call it depends on at once: cancelled, not skipped later", async () => {
+    const cancellation = new CallCancellation();
+    const { run, reported } = setup(bench, 8, undefined, cancellation);
+    const calls = [call("a", "boom", { ms: 1_000 }), call("d", "nap", { ms: 10, _meta: { dependsOn: [0] } })];
+    cancellation.openCalls(calls.map((entry) => entry.callId));
+    const batch = run(calls);
+    await vi.advanceTimersByTimeAsync(5);
+    cancellation.cancel("d", new TurnAbortedError("user"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reported).toEqual([{ callId: "d", index: 1, status: "cancelled" }]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    const outcomes = await batch.promise;
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["error", "cancelled"]);
+    expect(outcomes[1]?.result).toBe(TOOL_CANCELLED_RESULT);
+    expect(bench.executed.has("d")).toBe(false);
   });
 
   it("refuses a dependsOn that does not name an earlier call", async () => {
