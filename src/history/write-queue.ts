@@ -272,8 +272,11 @@ export class WriteQueue<Op> {
       this.runAll(callbacks);
       return undefined;
     }
-    const batch = this.failing ? this.retained.concat(ops) : ops;
-    this.retained = [];
+    let batch = ops;
+    if (this.failing) {
+      batch = this.retained.concat(ops);
+      this.retained = [];
+    }
     let result: void | Promise<void>;
     try {
       result = batch.length > 0 ? this.options.commit(batch) : undefined;
