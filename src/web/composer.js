@@ -4,8 +4,8 @@
  * `{message, sessionId?, stepMode}` to `POST /api/sessions/stream` and follows the answer, and the
  * step-mode box (kept in localStorage; unchecking it during a turn releases a waiting pause).
  */
-import { api, describeError } from "./api-client.js";
-import { addView, currentSessionId, currentView, updateControls } from "./conversation.js";
+import { ApiError, api, describeError } from "./api-client.js";
+import { addView, currentSessionId, currentView, setSession, updateControls } from "./conversation.js";
 import { byTestId } from "./dom.js";
 import { STORAGE_KEYS, loadSetting, saveSetting } from "./storage.js";
 import { followTurn, handleTurnStarted } from "./turn-follower.js";
@@ -34,7 +34,14 @@ async function send(message) {
       signal: view.controller.signal,
     });
   } catch (error) {
-    view.end("failed", `Not sent: ${describeError(error)}`);
+    const gone = error instanceof ApiError && error.code === "session_not_found";
+    if (gone && sessionId && currentSessionId() === sessionId) {
+      // deleted elsewhere (another tab): the next message starts a new session instead of failing again
+      setSession(null);
+      view.end("failed", "Not sent: this session was deleted. Send again to start a new session.");
+    } else {
+      view.end("failed", `Not sent: ${describeError(error)}`);
+    }
     updateControls();
     return;
   }

@@ -27,6 +27,17 @@ const ABORT_REASON_TEXT = {
   limit: "it wrote as many events as one turn may",
 };
 
+/**
+ * Whether an event shows the turn went on past its pauses: not another pause, and not the closing
+ * of a turn stopped in one (an abort's cancelled results, its end), after which the card says
+ * "ended", not "continued".
+ * @param {{ type: string, status?: string }} event
+ */
+function movesOn(event) {
+  if (event.type === "debugger.pause" || event.type === "turn_abort") return false;
+  return !(event.type === "tool_result" && event.status === "cancelled");
+}
+
 /** Shown for a redacted thinking block, whose content only its provider can read. */
 const REDACTED_THINKING_TEXT = "[redacted thinking]";
 
@@ -99,7 +110,7 @@ export class TurnView {
       this.lastSeq = event.seq;
     }
     if (typeof event.at === "number") observeServerTime(event.at);
-    if (event.type !== "debugger.pause") for (const pause of this.pauses.values()) pause.passed();
+    if (movesOn(event)) for (const pause of this.pauses.values()) pause.passed();
 
     switch (event.type) {
       case "turn_start":

@@ -223,6 +223,19 @@ describe("chat page", () => {
     }
   }, 60_000);
 
+  it("a session deleted elsewhere: the message is not sent, and the next one starts a new session", async () => {
+    const { page, server } = await openPage();
+    await sendMessage(page, "before the delete");
+    await expectText(page.getByTestId("assistant-text").last(), /You said: before the delete/);
+    const deleted = await openSessionId(page);
+    expect((await fetch(`${server.baseUrl}/api/sessions/${deleted}`, { method: "DELETE" })).status).toBe(200);
+    await sendMessage(page, "after the delete");
+    await expectText(page.getByTestId("turn-status").last(), /this session was deleted/);
+    await sendMessage(page, "once more");
+    await expectText(page.getByTestId("assistant-text").last(), /You said: once more/);
+    await expect.poll(() => openSessionId(page), POLL).not.toBe(deleted);
+  }, 60_000);
+
   it("keeps a running turn when the open session is opened again or the token is saved: neither is leaving", async () => {
     const { page, server } = await openPage();
     await sendMessage(page, '/tool sleep {"ms":2500}');

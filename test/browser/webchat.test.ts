@@ -212,6 +212,17 @@ describe("webchat page", () => {
     await expect(thirdPause.getAttribute("data-state")).resolves.not.toBe("waiting");
   });
 
+  it("a turn stopped during a pause leaves its pause card ended, not continued", async () => {
+    const { page } = await openPage({ STEP_PAUSE_TIMEOUT_MS: "60000" });
+    await page.getByTestId("step-mode").check();
+    await sendMessage(page, '/tool echo {"text":"held"}');
+    const pause = page.getByTestId("pause").first();
+    await expectAttribute(pause, "data-state", "waiting");
+    await page.getByTestId("turn-cancel").click();
+    await expectAttribute(page.getByTestId("turn-status"), "data-state", "aborted");
+    await expectAttribute(pause, "data-state", "ended");
+  });
+
   it("reattaches to the running turn after a reload: the tool line is back and then completes", async () => {
     const { page } = await openPage({ DISCONNECT_GRACE_MS: "10000" });
     await sendMessage(
