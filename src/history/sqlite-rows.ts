@@ -516,17 +516,20 @@ function insertChunked<Row>(
   }
 }
 
-/** SQLite's answers about a row itself: a constraint it breaks, a value too big or of the wrong type. */
-const ROW_ERROR_CODE = /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH|RANGE)/;
+/**
+ * SQLite's answers that the database cannot take writes now, which may pass: a full disk, an I/O
+ * error, a busy or locked database, no memory, a read-only file (its permissions may be mended).
+ */
+const PASSING_FAILURE_CODE = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|NOMEM|READONLY)(_|$)/;
 
 /**
- * Whether `error` is the database failing rather than a row: SQLite's full disk, I/O error, busy or
- * locked database, read-only file… Another row would fail the same way, so the batch cannot go on. (A
- * value SQLite cannot bind is a TypeError, a row's fault too.)
+ * Whether `error` is the database failing rather than a row — another row would fail the same way, so
+ * the batch cannot go on, and may commit later. (A row's own errors — a constraint, a value SQLite
+ * cannot bind — and a database that is broken for good, corrupt or not a database, are not this.)
  */
 export function isDatabaseFailure(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_") && !ROW_ERROR_CODE.test(code);
+  return typeof code === "string" && PASSING_FAILURE_CODE.test(code);
 }
 
 /** Runs one write of a batch (inside the batch's transaction). */

@@ -17,12 +17,12 @@
  * `flush()` commits everything at once.
  *
  * A batch whose commit fails in a way that may pass (`retryable`: the database's full disk or I/O error,
- * not a closed store) is kept, and committed again with the writes queued since, ahead of them (they
- * may depend on it), first after RETRY_FIRST_DELAY_MS and then ever less often. While writes are kept
- * (`failing`) nothing else tries to commit: a flush adds to them, and only the retry commits. Their
- * callbacks run all the same — a client following a turn is not left without its events while the disk
- * is full — so until the retry commits, what it was sent is not durable. Past MAX_RETAINED_OPS the kept
- * writes are given up (reported), so a disk that stays full cannot grow the process without bound.
+ * not a closed store) is kept with its callbacks, and committed again with the writes queued since,
+ * ahead of them (they may depend on it), first after RETRY_FIRST_DELAY_MS and then ever less often;
+ * the callbacks run once it is in. While writes are kept (`failing`) nothing else tries to commit: a
+ * flush adds to them, and only the retry commits. So an event still goes out only once it is durable,
+ * and a read still sees every write that was sent. Only `close()` gives kept writes up (reported), and
+ * runs their callbacks, so that nothing waits for ever.
  *
  * `commit` may return a promise (a networked database): batches then commit one at a time, in order,
  * whole (a commit that does not hold the event loop gains nothing from slices), and the turn code does
@@ -68,8 +68,6 @@ const COMPACT_AFTER_OPS = 1_024;
 /** The first retry of a failed commit after this long; each later one waits twice as long, at most the max. */
 export const RETRY_FIRST_DELAY_MS = 100;
 export const RETRY_MAX_DELAY_MS = 5_000;
-/** Writes kept for a retry beyond which they are given up. */
-export const MAX_RETAINED_OPS = 100_000;
 
 const nextTick = (flush: () => void) => {
   const handle = setImmediate(flush);
@@ -105,6 +103,8 @@ export class WriteQueue<Op> {
   private opsPerSlice = FIRST_OPS_PER_SLICE;
   /** Writes whose commit failed and will be tried again, oldest first; they go before any other. */
   private retained: Op[] = [];
+  /** The callbacks of the kept writes, in order: they run once those are committed. */
+  private retainedCallbacks: (() => void)[] = [];
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RETRY_FIRST_DELAY_MS;
   /** Set while the retry commits: only then are kept writes tried. */
@@ -162,8 +162,8 @@ export class WriteQueue<Op> {
   }
 
   /**
-   * Commits what is queued, then stops: a failed batch is tried once more and, failing again, given up
-   * (reported); no retry is scheduled after this.
+   * Commits what is queued, then stops: kept writes are tried once more and, failing again, given up
+   * (reported, their callbacks run); no retry is scheduled after this.
    */
   close(): void {
     this.retrying = true;
@@ -193,8 +193,12 @@ export class WriteQueue<Op> {
     const from = this.committed;
     const end = this.runEndNear(from + size);
     const startedAt = this.now();
-    // an asynchronous commit (the first one, before it is known to be) says nothing about its time
-    if (this.commitUpTo(end) === undefined) this.resize(end - from, this.now() - startedAt);
+    // an asynchronous commit (the first one, before it is known to be) says nothing about its time,
+    // and neither does one that was not tried (writes are failing) or failed
+    const tried = !this.failing;
+    if (this.commitUpTo(end) === undefined && tried && !this.failing) {
+      this.resize(end - from, this.now() - startedAt);
+    }
     // (a write made in beforeSlice may have scheduled the next flush already)
     if (this.pending) this.scheduled ??= this.schedule(() => this.flushSlice());
   }
@@ -267,64 +271,67 @@ export class WriteQueue<Op> {
 
   private commit(ops: Op[], callbacks: (() => void)[], attempt: boolean): Promise<void> | undefined {
     if (this.failing && !attempt) {
-      // these wait behind the kept writes, for the retry
-      this.retain(ops);
-      this.runAll(callbacks);
+      // these wait behind the kept writes, for the retry, and so do their callbacks
+      this.retain(ops, callbacks);
       return undefined;
     }
-    let batch = ops;
-    if (this.failing) {
-      batch = this.retained.concat(ops);
-      this.retained = [];
-    }
+    // kept writes stay kept until a commit holding them goes through (an asynchronous one is in
+    // flight meanwhile, and commits run one at a time, so no other commit takes them again)
+    const batch = this.failing ? this.retained.concat(ops) : ops;
+    const waiting = this.failing ? this.retainedCallbacks.concat(callbacks) : callbacks;
     let result: void | Promise<void>;
     try {
       result = batch.length > 0 ? this.options.commit(batch) : undefined;
     } catch (error) {
-      this.failed(error, batch);
-      this.runAll(callbacks);
+      this.failed(error, batch, waiting);
       return undefined;
     }
     if (!result) {
       this.recovered();
-      this.runAll(callbacks);
+      this.runAll(waiting);
       return undefined;
     }
     this.asyncCommits = true;
     return result.then(
       () => {
         this.recovered();
-        this.runAll(callbacks);
+        this.runAll(waiting);
       },
-      (error: unknown) => {
-        this.failed(error, batch);
-        this.runAll(callbacks);
-      },
+      (error: unknown) => this.failed(error, batch, waiting),
     );
   }
 
-  /** A batch failed: kept for a retry when that may pass, else given up. */
-  private failed(error: unknown, batch: Op[]): void {
+  /**
+   * A batch failed: kept with its callbacks for a retry when that may pass; else reported as lost
+   * and its callbacks run (nothing waits for ever).
+   */
+  private failed(error: unknown, batch: Op[], callbacks: (() => void)[]): void {
     this.options.onError(error, batch);
-    if (this.closed || this.options.retryable?.(error) !== true) return;
-    this.retain(batch);
-    if (this.retryTimer !== undefined || !this.failing) return;
+    this.retained = [];
+    this.retainedCallbacks = [];
+    if (this.closed || this.options.retryable?.(error) !== true) {
+      this.runAll(callbacks);
+      return;
+    }
+    this.retain(batch, callbacks);
+    if (this.retryTimer !== undefined) return;
     this.retryTimer = setTimeout(() => this.retry(), this.retryDelayMs);
     this.retryTimer.unref();
     this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_DELAY_MS);
   }
 
-  private retain(ops: readonly Op[]): void {
+  private retain(ops: readonly Op[], callbacks: readonly (() => void)[]): void {
     for (const op of ops) this.retained.push(op);
-    if (this.retained.length > MAX_RETAINED_OPS) {
-      this.giveUp(new Error(`over ${MAX_RETAINED_OPS} writes failed to commit and are given up`));
-    }
+    for (const callback of callbacks) this.retainedCallbacks.push(callback);
   }
 
   private giveUp(error: Error): void {
     const given = this.retained;
+    const callbacks = this.retainedCallbacks;
     this.retained = [];
+    this.retainedCallbacks = [];
     this.options.onError(error, given);
+    this.runAll(callbacks);
   }
 
   private retry(): void {
@@ -339,6 +346,8 @@ export class WriteQueue<Op> {
 
   /** A commit went through: whatever was kept is durable now. */
   private recovered(): void {
+    this.retained = [];
+    this.retainedCallbacks = [];
     this.retryDelayMs = RETRY_FIRST_DELAY_MS;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;

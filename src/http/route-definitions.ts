@@ -92,6 +92,14 @@ const notNow = {
   ),
   headers: retryAfter,
 };
+/** A change refused for now: the database refuses writes (a full disk, an I/O error). */
+const storeUnavailable = {
+  ...json(
+    errorSchema,
+    "`store_unavailable`: the database refuses writes (a full disk, an I/O error); retry after `Retry-After`",
+  ),
+  headers: retryAfter,
+};
 const eventStream = {
   content: { "text/event-stream": { schema: turnEventSchema } },
   description:
@@ -200,7 +208,12 @@ export const renameSessionRoute = createRoute({
     query: emptyQuerySchema,
     body: { content: { "application/json": { schema: renameSessionBodySchema } }, required: true },
   },
-  responses: { 200: json(sessionSchema, "Renamed"), ...errors, 415: json(errorSchema, "Not JSON") },
+  responses: {
+    200: json(sessionSchema, "Renamed"),
+    ...errors,
+    415: json(errorSchema, "Not JSON"),
+    503: storeUnavailable,
+  },
 });
 
 export const deleteSessionRoute = createRoute({
@@ -215,6 +228,7 @@ export const deleteSessionRoute = createRoute({
     ...errors,
     ...notJson,
     409: json(errorSchema, "`session_busy`: a turn of the session is running; abort it or wait"),
+    503: storeUnavailable,
   },
 });
 
@@ -240,7 +254,12 @@ export const stepModeRoute = createRoute({
     query: emptyQuerySchema,
     body: { content: { "application/json": { schema: stepModeBodySchema } }, required: true },
   },
-  responses: { 200: json(stepModeSwitchedSchema, "Switched"), ...errors, 415: json(errorSchema, "Not JSON") },
+  responses: {
+    200: json(stepModeSwitchedSchema, "Switched"),
+    ...errors,
+    415: json(errorSchema, "Not JSON"),
+    503: storeUnavailable,
+  },
 });
 
 export const activeTurnsRoute = createRoute({

@@ -198,7 +198,9 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
     const { title } = context.req.valid("json");
     const principal = context.get("principal");
     ownSessionSummary(principal, id);
+    manager.requireWritableStore();
     store.renameSession(id, title);
+    manager.requireWritableStore();
     return context.json(sessionJson(ownSessionSummary(principal, id)), 200);
   });
 
@@ -213,6 +215,7 @@ export function apiRoutes(deps: RouteDeps): OpenAPIHono<ApiEnv> {
         `Session ${id} has a running turn; abort it or wait for it to end`,
       );
     }
+    manager.requireWritableStore();
     store.deleteSession(id);
     return context.json({ ok: true as const, sessionId: id }, 200);
   });

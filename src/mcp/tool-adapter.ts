@@ -31,8 +31,8 @@ export function mcpToolDefinition(
   return {
     name,
     description: tool.description ?? tool.title ?? `Tool "${tool.name}" of MCP server "${connection.name}".`,
-    inputSchema: mcpInputSchema(jsonSchema, (reason) =>
-      warn(`the input schema of MCP tool "${name}" cannot be compiled (${reason}): any object is accepted`),
+    inputSchema: mcpInputSchema(jsonSchema, (problem) =>
+      warn(`the input schema of MCP tool "${name}" ${problem}`),
     ),
     jsonSchema,
     concurrency: "parallel",

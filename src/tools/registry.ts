@@ -3,6 +3,7 @@
  * may come and go while the server runs (an MCP server's `tools/list_changed`); a resolver answers
  * for names no registered tool has (an MCP server that is down before it ever listed its tools).
  */
+import { wellFormed, wellFormedValue } from "../history/render/well-formed.js";
 import { z } from "zod";
 import type { ToolDefinition } from "./types.js";
 
@@ -60,14 +61,18 @@ export class ToolRegistry {
     return [...this.tools.keys()];
   }
 
-  /** Tool descriptions for a model request, input schemas as JSON Schema. */
+  /**
+   * Tool descriptions for a model request, input schemas as JSON Schema; every string in them
+   * well-formed (an MCP server's JSON can hold a lone surrogate, which Anthropic refuses in any request).
+   */
   specs(): ToolSpec[] {
     this.specCache ??= [...this.tools.values()].map((tool) => ({
       name: tool.name,
-      description: tool.description,
-      inputSchema:
+      description: wellFormed(tool.description),
+      inputSchema: wellFormedValue(
         tool.jsonSchema ??
-        (z.toJSONSchema(tool.inputSchema, { unrepresentable: "any" }) as Record<string, unknown>),
+          (z.toJSONSchema(tool.inputSchema, { unrepresentable: "any" }) as Record<string, unknown>),
+      ) as Record<string, unknown>,
     }));
     return this.specCache;
   }

@@ -153,7 +153,7 @@ export class TurnManager {
     if (!/\S/.test(request.message)) throw new BlankMessageError();
     const { store, settings } = this.deps;
     // a turn the store cannot keep would be lost, and a session made now never stored
-    if (!store.acceptsWrites()) throw new StoreUnavailableError();
+    this.requireWritableStore();
     let session = request.sessionId === undefined ? undefined : store.getSession(request.sessionId);
     if (request.sessionId !== undefined && !session && !request.createSession) {
       throw new SessionNotFoundError(request.sessionId);
@@ -332,8 +332,10 @@ export class TurnManager {
    * is committed before this returns, as a rename is.
    */
   setSessionStepMode(sessionId: string, enabled: boolean): void {
+    this.requireWritableStore();
     this.deps.store.setSessionStepMode(sessionId, enabled);
     this.deps.store.flush();
+    this.requireWritableStore();
     for (const run of this.turns.values()) {
       if (run.sessionId === sessionId) run.stepMode = enabled;
     }
@@ -412,7 +414,7 @@ export class TurnManager {
    */
   createSession(principal: string | null, agentId?: string, title?: string) {
     const { store } = this.deps;
-    if (!store.acceptsWrites()) throw new StoreUnavailableError();
+    this.requireWritableStore();
     const session = store.createSession(
       this.deps.generateId("ses"),
       // an unknown agent is refused (400 agent_not_found), as on a turn
@@ -421,7 +423,17 @@ export class TurnManager {
       title,
     );
     store.flush();
+    // its own commit may be the one the database refused: then it is not stored yet
+    this.requireWritableStore();
     return session;
+  }
+
+  /**
+   * Throws `StoreUnavailableError` (503) while the store keeps writes the database refused (a full
+   * disk, an I/O error): what is done now could not be stored, nor an answer that it was be true.
+   */
+  requireWritableStore(): void {
+    if (!this.deps.store.acceptsWrites()) throw new StoreUnavailableError();
   }
 
   /** Whether a turn of the session is running now (a running session cannot be deleted). */

@@ -13,9 +13,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load.js";
 import { SqliteHistoryStore } from "../../src/history/sqlite-store.js";
-import { MAX_RETAINED_OPS, RETRY_FIRST_DELAY_MS, WriteQueue } from "../../src/history/write-queue.js";
+import { RETRY_FIRST_DELAY_MS, WriteQueue } from "../../src/history/write-queue.js";
 import { createRuntime } from "../../src/runtime.js";
 import { StoreUnavailableError } from "../../src/turns/errors.js";
+import { TurnEventBus } from "../../src/turns/event-bus.js";
 import { startTurn, storedBlocks } from "../support/history-store.js";
 
 const cleanups: (() => void)[] = [];
@@ -55,7 +56,7 @@ describe("the write queue when commits fail", () => {
     return { queue, committed, errors, failWith: (count: number) => (failures = count) };
   }
 
-  it("keeps a failed batch, runs its callbacks, and commits it again ahead of later writes, only on the retry", () => {
+  it("keeps a failed batch with its callbacks, and commits it again ahead of later writes, only on the retry", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const { queue, committed, errors, failWith } = failingQueue(true);
     const delivered: string[] = [];
@@ -65,46 +66,51 @@ describe("the write queue when commits fail", () => {
     queue.flush();
     expect(errors).toHaveLength(1);
     expect(queue.failing).toBe(true);
-    // a client is not left waiting for its events while the disk is full
-    expect(delivered).toEqual(["after 2"]);
+    // an event goes out only once it is durable
+    expect(delivered).toEqual([]);
 
     queue.push(3);
     queue.afterCommit(() => delivered.push("after 3"));
     queue.flush();
     // nothing but the retry tries while writes are failing
     expect(errors).toHaveLength(1);
-    expect(delivered).toEqual(["after 2", "after 3"]);
+    expect(delivered).toEqual([]);
 
     failWith(1);
     vi.advanceTimersByTime(RETRY_FIRST_DELAY_MS);
     expect(errors).toHaveLength(2);
     expect(queue.failing).toBe(true);
+    expect(delivered).toEqual([]);
     vi.advanceTimersByTime(RETRY_FIRST_DELAY_MS * 2);
     expect(committed).toEqual([[1, 2, 3]]);
     expect(queue.failing).toBe(false);
+    expect(delivered).toEqual(["after 2", "after 3"]);
 
     queue.push(4);
     queue.flush();
     expect(committed).toEqual([[1, 2, 3], [4]]);
   });
 
-  it("gives up a failure that cannot pass, and writes kept past MAX_RETAINED_OPS", () => {
+  it("gives up a failure that cannot pass, and kept writes when it closes, running their callbacks", () => {
     const cannot = failingQueue(false);
+    const delivered: number[] = [];
     cannot.queue.push(1);
+    cannot.queue.afterCommit(() => delivered.push(1));
     cannot.queue.flush();
-    expect(cannot.queue.failing).toBe(false);
+    expect([cannot.queue.failing, delivered]).toEqual([false, [1]]);
     cannot.queue.push(2);
     cannot.queue.flush();
     expect(cannot.committed).toEqual([[2]]);
 
-    const many = failingQueue(true);
-    many.queue.push(0);
-    many.queue.flush();
-    expect(many.queue.failing).toBe(true);
-    for (let op = 1; op <= MAX_RETAINED_OPS; op++) many.queue.push(op);
-    many.queue.flush();
-    expect(many.queue.failing).toBe(false);
-    expect(String(many.errors.at(-1))).toContain("given up");
+    const closing = failingQueue(true);
+    closing.failWith(2);
+    closing.queue.push(1);
+    closing.queue.afterCommit(() => delivered.push(2));
+    closing.queue.flush();
+    expect(closing.queue.failing).toBe(true);
+    closing.queue.close();
+    expect([closing.queue.failing, delivered]).toEqual([false, [1, 2]]);
+    expect(String(closing.errors.at(-1))).toContain("closed while writes were failing");
   });
 });
 
@@ -138,19 +144,27 @@ describe("a full database", () => {
     expect([count("sessions"), count("turns")]).toEqual([1, 1]);
 
     store.appendAssistant("ses_full", "turn_full", [{ kind: "text", role: "assistant", text: "more" }]);
+    const bus = new TurnEventBus("turn_full", store, () => 5);
+    const received: number[] = [];
+    bus.subscribe((event) => received.push(event.seq));
+    bus.emit({ type: "text_delta", text: "more" });
     store.flush();
     expect(count("history_blocks")).toBe(1);
+    // sent only once durable, and what a read sees agrees with what was sent
+    expect([received, store.listEvents("turn_full")]).toEqual([[], []]);
 
     room.makeRoom();
     vi.advanceTimersByTime(RETRY_FIRST_DELAY_MS);
     expect(store.acceptsWrites()).toBe(true);
     expect([count("sessions"), count("turns")]).toEqual([2, 2]);
+    expect(received).toEqual([1]);
+    expect(store.listEvents("turn_full").map((event) => event.seq)).toEqual([1]);
     expect(
       storedBlocks(disk, "ses_full").map((block) => (block.kind === "text" ? block.text.slice(0, 4) : "")),
     ).toEqual(["go", "xxxx", "more"]);
   });
 
-  it("refuses turns and sessions while it cannot take writes (503 store_unavailable), and /readyz says so", async () => {
+  it("refuses turns, sessions and session changes while it cannot take writes (503 store_unavailable), and /readyz says so", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const dataDir = temporaryDirectory();
     const runtime = createRuntime(parseConfig({ logLevel: "silent", dataDir }).config, {
@@ -166,6 +180,7 @@ describe("a full database", () => {
         body: JSON.stringify(body),
       });
 
+    const kept = (await (await post("/api/sessions", { title: "kept" })).json()) as { sessionId: string };
     const room = fillUp(store);
     store.createSession("ses_filled", "default", null, BIG);
     store.flush();
@@ -177,6 +192,17 @@ describe("a full database", () => {
     expect(await turn.json()).toMatchObject({ code: "store_unavailable" });
     expect((await post("/api/sessions", {})).status).toBe(503);
     expect(() => runtime.manager.startTurn({ message: "hi" })).toThrow(StoreUnavailableError);
+    // a change it could not store is not answered as done
+    const change = (method: string, path: string, body?: unknown) =>
+      app.request(`/api/sessions/${kept.sessionId}${path}`, {
+        method,
+        ...(body === undefined
+          ? {}
+          : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      });
+    expect((await change("POST", "/step-mode", { enabled: true })).status).toBe(503);
+    expect((await change("PATCH", "", { title: "renamed" })).status).toBe(503);
+    expect((await change("DELETE", "")).status).toBe(503);
     const ready = await app.request("/readyz");
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ code: "store_unavailable" });
@@ -185,5 +211,6 @@ describe("a full database", () => {
     vi.advanceTimersByTime(RETRY_FIRST_DELAY_MS);
     expect((await app.request("/readyz")).status).toBe(200);
     expect((await post("/api/sessions", {})).status).toBe(201);
+    expect((await change("PATCH", "", { title: "renamed" })).status).toBe(200);
   });
 });

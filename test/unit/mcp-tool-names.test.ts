@@ -29,6 +29,21 @@ describe("ToolRegistry, dynamic", () => {
     execute: () => Promise.resolve(name),
   });
 
+  it("offers the model well-formed descriptions and schemas (an MCP server's may hold a lone surrogate)", () => {
+    const half = "half \ud83d";
+    const registry = new ToolRegistry([
+      {
+        ...tool("s__c", { type: "object", properties: { q: { type: "string", description: half } } }),
+        description: half,
+      },
+    ]);
+    const [spec] = registry.specs();
+    expect(spec?.description).toBe("half \uFFFD");
+    expect(JSON.stringify(spec?.inputSchema)).toBe(
+      '{"type":"object","properties":{"q":{"type":"string","description":"half \uFFFD"}}}',
+    );
+  });
+
   it("adds and removes tools, refreshing the specs offered to the model", () => {
     const registry = new ToolRegistry([tool("a")]);
     expect(registry.specs().map((spec) => spec.name)).toEqual(["a"]);
