@@ -430,7 +430,7 @@ export class TurnManager {
 
   /**
    * Throws `StoreUnavailableError` (503) while the store keeps writes the database refused (a full
-   * disk, an I/O error): what is done now could not be stored, nor an answer that it was be true.
+   * disk, an I/O error): what is done now could not be stored, so an answer that it was would be untrue.
    */
   requireWritableStore(): void {
     if (!this.deps.store.acceptsWrites()) throw new StoreUnavailableError();
