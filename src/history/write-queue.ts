@@ -107,8 +107,6 @@ export class WriteQueue<Op> {
   private retainedCallbacks: (() => void)[] = [];
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RETRY_FIRST_DELAY_MS;
-  /** Set while the retry commits: only then are kept writes tried. */
-  private retrying = false;
   private closed = false;
 
   constructor(private readonly options: WriteQueueOptions<Op>) {
@@ -155,10 +153,15 @@ export class WriteQueue<Op> {
    * and the callbacks have run; with an asynchronous one the returned promise says when.
    */
   flush(): Promise<void> | undefined {
+    return this.commitAll(false);
+  }
+
+  /** Commits everything queued; `retry`: the kept writes too (else they and these wait for the retry). */
+  private commitAll(retry: boolean): Promise<void> | undefined {
     this.scheduled?.cancel();
     this.scheduled = undefined;
-    const retry = this.failing && this.retrying;
-    return this.pending || retry ? this.commitUpTo(this.ops.length) : this.inFlight;
+    const retryKept = retry && this.failing;
+    return this.pending || retryKept ? this.commitUpTo(this.ops.length, retry) : this.inFlight;
   }
 
   /**
@@ -166,9 +169,7 @@ export class WriteQueue<Op> {
    * (reported, their callbacks run); no retry is scheduled after this.
    */
   close(): void {
-    this.retrying = true;
-    this.flush();
-    this.retrying = false;
+    void this.commitAll(true);
     this.closed = true;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
@@ -195,8 +196,8 @@ export class WriteQueue<Op> {
     const startedAt = this.now();
     // an asynchronous commit (the first one, before it is known to be) says nothing about its time,
     // and neither does one that was not tried (writes are failing) or failed
-    const tried = !this.failing;
-    if (this.commitUpTo(end) === undefined && tried && !this.failing) {
+    const failingBefore = this.failing;
+    if (this.commitUpTo(end) === undefined && !failingBefore && !this.failing) {
       this.resize(end - from, this.now() - startedAt);
     }
     // (a write made in beforeSlice may have scheduled the next flush already)
@@ -229,8 +230,11 @@ export class WriteQueue<Op> {
       this.opsPerSlice = Math.min(MAX_OPS_PER_SLICE, this.opsPerSlice * 2);
   }
 
-  /** Commits `ops[committed..end)` and then the callbacks queued before `ops[end]`. */
-  private commitUpTo(end: number): Promise<void> | undefined {
+  /**
+   * Commits `ops[committed..end)` and then the callbacks queued before `ops[end]`; while writes are
+   * failing, only when `retry` (the retry, or a close) — else they wait behind the kept ones.
+   */
+  private commitUpTo(end: number, retry = false): Promise<void> | undefined {
     const ops = this.ops.slice(this.committed, end);
     this.committed = end;
     let lastCallback = this.nextCallback;
@@ -239,7 +243,7 @@ export class WriteQueue<Op> {
     this.nextCallback = lastCallback;
     this.compact();
     // while writes are failing only the retry tries them (a batch chained behind one in flight too)
-    const attempt = !this.failing || this.retrying;
+    const attempt = !this.failing || retry;
     if (this.inFlight) {
       const previous = this.inFlight;
       return this.track(previous.then(() => this.commit(ops, callbacks, attempt)));
@@ -336,12 +340,7 @@ export class WriteQueue<Op> {
 
   private retry(): void {
     this.retryTimer = undefined;
-    this.retrying = true;
-    try {
-      this.flush();
-    } finally {
-      this.retrying = false;
-    }
+    void this.commitAll(true);
   }
 
   /** A commit went through: whatever was kept is durable now. */

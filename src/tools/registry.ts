@@ -3,7 +3,7 @@
  * may come and go while the server runs (an MCP server's `tools/list_changed`); a resolver answers
  * for names no registered tool has (an MCP server that is down before it ever listed its tools).
  */
-import { wellFormed, wellFormedValue } from "../history/render/well-formed.js";
+import { wellFormed, wellFormedValue } from "../well-formed.js";
 import { z } from "zod";
 import type { ToolDefinition } from "./types.js";
 

@@ -216,10 +216,9 @@ class Semaphore {
     return this.releaser();
   }
 
-  /** A slot once one is free, in the order asked. */
+  /** A slot once one is released, in the order asked (for a call that `tryAcquire` found none for). */
   async acquire(): Promise<() => void> {
-    if (this.available > 0) this.available--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
     return this.releaser();
   }
 

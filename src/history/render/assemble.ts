@@ -26,7 +26,7 @@ import type {
   RenderedToolCallPart,
   RenderedToolResult,
 } from "./types.js";
-import { wellFormed } from "./well-formed.js";
+import { wellFormed } from "../../well-formed.js";
 import { EMPTY_RESULT_TEXT, missingResultText } from "./wording.js";
 
 export type AssembleSettings = {

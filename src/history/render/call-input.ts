@@ -9,7 +9,7 @@
 import type { RenderDiagnostics } from "./types.js";
 import type { HistoryBlock, ToolCallBlock } from "../model.js";
 import type { IdFacts } from "./ids.js";
-import { wellFormedValue } from "./well-formed.js";
+import { wellFormedValue } from "../../well-formed.js";
 
 export type CoercionReason = RenderDiagnostics["coercedInputs"][number]["reason"];
 

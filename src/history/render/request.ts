@@ -18,7 +18,7 @@ import {
 } from "./render.js";
 import type { ProviderMessage, Rendering, TranscriptSettings } from "./transcript-state.js";
 import type { IdMaps, RenderCounts, RenderDiagnostics, RenderOptions } from "./types.js";
-import { wellFormed } from "./well-formed.js";
+import { wellFormed } from "../../well-formed.js";
 
 type RequestCommon = {
   /** Whether the request must be sent with thinking enabled (see `diagnostics.thinking`). */

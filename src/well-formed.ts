@@ -3,9 +3,10 @@
  * hold a lone UTF-16 surrogate (half of a character): a client's JSON can escape one, a tool or a
  * model can return one, and cutting a string by length can split a pair. `JSON.stringify` writes it as
  * a `\ud83d` escape, which Anthropic refuses ("The request body is not valid JSON: no low surrogate in
- * string"), so that session could never be continued there. Every string the renderer sends is made
- * well-formed: each lone surrogate becomes U+FFFD. The same string always gives the same result, so a
- * request's past never changes from one render to the next.
+ * string"), so that session could never be continued there. Every string reins sends a provider — what
+ * the renderer makes of history, the tools' descriptions and schemas — is made well-formed: each lone
+ * surrogate becomes U+FFFD. The same string always gives the same result, so a request's past never
+ * changes from one render to the next.
  */
 
 /** `text` with each lone surrogate replaced by U+FFFD; `text` itself when it has none. */
